@@ -1,0 +1,34 @@
+// One JVM module (jvm/), compiled against the exact Spark jars that the pinned pyspark wheel
+// ships, so the extension can never drift from the runtime it is loaded into. The jar lands in
+// sql_ext/jars/ where the Python package finds it.
+import java.nio.file.{Files, Paths}
+
+ThisBuild / scalaVersion := "2.13.18"
+ThisBuild / organization := "io.sqlext"
+ThisBuild / version := "0.1.0"
+
+// Where pyspark's jars live: SQL_EXT_SPARK_JARS, else the project's .venv.
+lazy val sparkJarsDir: File = {
+  val fromEnv = sys.env.get("SQL_EXT_SPARK_JARS").map(file)
+  def fromVenv = {
+    val lib = file(".venv") / "lib"
+    Option(lib.listFiles).getOrElse(Array.empty[File]).toSeq
+      .map(_ / "site-packages" / "pyspark" / "jars").find(_.isDirectory)
+  }
+  fromEnv.orElse(fromVenv).getOrElse(
+    sys.error("pyspark jars not found: set SQL_EXT_SPARK_JARS or run `bash python/dev.sh setup`"))
+}
+
+lazy val jvm = (project in file("jvm"))
+  .settings(
+    name := "sql-ext",
+    Compile / unmanagedJars ++= (sparkJarsDir ** "*.jar").classpath,
+    libraryDependencies += "org.scalatest" %% "scalatest" % "3.2.19" % Test,
+    scalacOptions ++= Seq("-deprecation", "-feature", "-release", "17"),
+    Test / fork := true,
+    Test / javaOptions ++= Seq("--add-opens=java.base/sun.nio.ch=ALL-UNNAMED"),
+    Compile / packageBin / artifactPath :=
+      (LocalRootProject / baseDirectory).value / "sql_ext" / "jars" / "sql-ext.jar"
+  )
+
+lazy val root = (project in file(".")).aggregate(jvm).settings(publish / skip := true)

@@ -1,0 +1,21 @@
+package io.sqlext
+
+import org.apache.spark.sql.AnalysisException
+import org.apache.spark.sql.catalyst.parser.ParseException
+import org.apache.spark.sql.catalyst.trees.Origin
+
+/** Errors in Spark's own exception types, so every client (PySpark, JDBC) reports them plainly. */
+object SqlExtErrors {
+
+  /** A message-only error class of Spark's: '<message>'. */
+  private val MessageClass = "_LEGACY_ERROR_TEMP_3100"
+
+  def analysis(message: String): AnalysisException =
+    new AnalysisException(MessageClass, Map("message" -> message))
+
+  /** A syntax error at 1-based `line` and 0-based `column` of `command`. */
+  def parse(command: String, message: String, line: Int, column: Int): ParseException = {
+    val origin = Origin(line = Some(line), startPosition = Some(column))
+    new ParseException(Some(command), origin, "_LEGACY_ERROR_TEMP_0064", Map("msg" -> message))
+  }
+}

@@ -1,0 +1,18 @@
+package io.sqlext
+
+import io.sqlext.analysis.WindowTableFunction
+import io.sqlext.execution.WindowStrategy
+import io.sqlext.parser.RewritingParser
+import org.apache.spark.sql.SparkSessionExtensions
+
+/** Entry point (`spark.sql.extensions=io.sqlext.SqlExtExtensions`); it only wires. */
+class SqlExtExtensions extends (SparkSessionExtensions => Unit) {
+  override def apply(extensions: SparkSessionExtensions): Unit = {
+    // Parsing: windowed SQL that Spark rejects is lowered by the Python rewriter.
+    extensions.injectParser((_, delegate) => new RewritingParser(delegate))
+    // Analysis: the rewriter's target, sql_ext_window(TABLE(...), spec), becomes WindowAssign.
+    extensions.injectTableFunction(WindowTableFunction.registration)
+    // Planning: WindowAssign runs as WindowAssignExec.
+    extensions.injectPlannerStrategy(_ => WindowStrategy)
+  }
+}

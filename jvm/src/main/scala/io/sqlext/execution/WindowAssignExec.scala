@@ -1,0 +1,65 @@
+package io.sqlext.execution
+
+import io.sqlext.window.WindowSpec
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions._
+import org.apache.spark.sql.catalyst.plans.physical._
+import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+
+/**
+ * Batch driver of [[io.sqlext.plans.logical.WindowAssign]]. Partitions are independent, so the
+ * input is clustered by partition key and sorted into arrival order, and each task replays its
+ * keys one after another through the pure state machine ([[TumblingReplay]]). A PUNCT(expr)
+ * marker flushes every partition at once, so that policy sees all tuples in one arrival order.
+ */
+case class WindowAssignExec(
+    spec: WindowSpec,
+    inputs: Seq[Attribute],
+    metaOutput: Seq[Attribute],
+    child: SparkPlan) extends UnaryExecNode {
+
+  override def output: Seq[Attribute] = child.output ++ metaOutput
+
+  override def producedAttributes: AttributeSet = AttributeSet(metaOutput)
+
+  override lazy val metrics: Map[String, SQLMetric] = Map(
+    "numNotWindowed" -> SQLMetrics.createMetric(sparkContext,
+      "rows not windowed (NULL delta value or arrival time)"),
+    "numFirings" -> SQLMetrics.createMetric(sparkContext, "window firings"),
+    "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "number of output rows"))
+
+  private def column(name: String): Option[Attribute] = inputs.find(_.name == name)
+  private def partitionAttrs: Seq[Attribute] = spec.partitionColumns.flatMap(column)
+
+  /** Markers are window-wide, so PUNCT(expr) replays one global arrival order. */
+  private def globalOrder: Boolean = spec.policy == "punct_expr"
+
+  override def requiredChildDistribution: Seq[Distribution] =
+    if (globalOrder || partitionAttrs.isEmpty) AllTuples :: Nil
+    else ClusteredDistribution(partitionAttrs) :: Nil
+
+  override def requiredChildOrdering: Seq[Seq[SortOrder]] = {
+    val keys = if (globalOrder) Nil else partitionAttrs
+    val file = if (spec.policy == "punct") column(WindowSpec.FileColumn).toSeq else Nil
+    val arrival = column(WindowSpec.OrderColumn).toSeq ++ column(WindowSpec.SeqColumn)
+    ((keys ++ file ++ arrival).map(SortOrder(_, Ascending))) :: Nil
+  }
+
+  override def outputPartitioning: Partitioning = child.outputPartitioning
+
+  override protected def doExecute(): RDD[InternalRow] = {
+    val layout = ReplayLayout(spec, child.output, metaOutput)
+    val notWindowed = longMetric("numNotWindowed")
+    val firings = longMetric("numFirings")
+    val outputRows = longMetric("numOutputRows")
+    child.execute().mapPartitions { rows =>
+      val replay = new TumblingReplay(spec, layout, notWindowed, firings)
+      replay.run(rows).map { row => outputRows += 1; row }
+    }
+  }
+
+  override protected def withNewChildInternal(newChild: SparkPlan): WindowAssignExec =
+    copy(child = newChild)
+}

@@ -1,0 +1,14 @@
+package io.sqlext.execution
+
+import io.sqlext.plans.logical.WindowAssign
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
+
+/** Plans the extension's logical nodes. */
+object WindowStrategy extends SparkStrategy {
+  override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
+    case WindowAssign(spec, inputs, meta, child) =>
+      WindowAssignExec(spec, inputs, meta, planLater(child)) :: Nil
+    case _ => Nil
+  }
+}

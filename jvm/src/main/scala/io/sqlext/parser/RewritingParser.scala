@@ -1,0 +1,50 @@
+package io.sqlext.parser
+
+import io.sqlext.SqlExtErrors
+import org.apache.spark.sql.catalyst.{FunctionIdentifier, TableIdentifier}
+import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParseException, ParserInterface}
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.types.{DataType, StructType}
+
+/**
+ * Spark's parser first; when it rejects a statement, the registered Python rewriter (the one
+ * owner of the windowed grammar) may lower it to plain Spark SQL, which Spark then parses.
+ * Ordinary SQL never reaches Python. Every other method is forwarded unchanged.
+ */
+class RewritingParser(delegate: ParserInterface) extends ParserInterface {
+
+  override def parsePlan(sqlText: String): LogicalPlan =
+    withRewrite(sqlText)(delegate.parsePlan)
+
+  override def parsePlanWithParameters(sqlText: String, ctx: ParameterContext): LogicalPlan =
+    withRewrite(sqlText)(text => delegate.parsePlanWithParameters(text, ctx))
+
+  override def parseQuery(sqlText: String): LogicalPlan =
+    withRewrite(sqlText)(delegate.parseQuery)
+
+  private def withRewrite(sqlText: String)(parse: String => LogicalPlan): LogicalPlan = {
+    try parse(sqlText)
+    catch {
+      case original: ParseException =>
+        SqlRewriterRegistry.rewrite(sqlText) match {
+          case Some(answer) if answer.startsWith("SQL\n") => parse(answer.stripPrefix("SQL\n"))
+          case Some(answer) if answer.startsWith("ERROR\n") =>
+            val Array(_, line, column, message) = answer.split("\n", 4)
+            throw SqlExtErrors.parse(sqlText, message, line.toInt, column.toInt)
+          case _ => throw original
+        }
+    }
+  }
+
+  override def parseExpression(sqlText: String): Expression = delegate.parseExpression(sqlText)
+  override def parseTableIdentifier(sqlText: String): TableIdentifier =
+    delegate.parseTableIdentifier(sqlText)
+  override def parseFunctionIdentifier(sqlText: String): FunctionIdentifier =
+    delegate.parseFunctionIdentifier(sqlText)
+  override def parseMultipartIdentifier(sqlText: String): Seq[String] =
+    delegate.parseMultipartIdentifier(sqlText)
+  override def parseRoutineParam(sqlText: String): StructType = delegate.parseRoutineParam(sqlText)
+  override def parseTableSchema(sqlText: String): StructType = delegate.parseTableSchema(sqlText)
+  override def parseDataType(sqlText: String): DataType = delegate.parseDataType(sqlText)
+}

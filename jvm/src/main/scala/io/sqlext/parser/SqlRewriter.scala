@@ -1,0 +1,49 @@
+package io.sqlext.parser
+
+import java.util.concurrent.{Executors, ThreadFactory, TimeUnit, TimeoutException}
+
+import scala.concurrent.{Await, ExecutionContext, Future}
+import scala.concurrent.duration._
+
+/**
+ * The Python side of the grammar. py4j implements this interface with a Python object (the
+ * channel PySpark's foreachBatch uses). The answer is one of
+ *   "SQL\n<rewritten statement>"   the text was windowed SQL, here it is in plain Spark SQL
+ *   "PASS"                         not ours: report Spark's own parse error
+ *   "ERROR\n<line>\n<column>\n<message>"   windowed SQL with a mistake at (line, column)
+ */
+trait SqlRewriter {
+  def rewrite(sqlText: String): String
+}
+
+/** The process-wide rewriter, registered by `sql_ext` once per session. */
+object SqlRewriterRegistry {
+  @volatile private var current: Option[SqlRewriter] = None
+
+  /** py4j has no call timeout; a hung Python callback must not hang its statement forever. */
+  private val timeout = 60.seconds
+
+  private lazy val pool = ExecutionContext.fromExecutorService(
+    Executors.newCachedThreadPool(new ThreadFactory {
+      override def newThread(r: Runnable): Thread = {
+        val t = new Thread(r, "sql-ext-rewriter")
+        t.setDaemon(true)
+        t
+      }
+    }))
+
+  def register(rewriter: SqlRewriter): Unit = current = Option(rewriter)
+
+  def unregister(): Unit = current = None
+
+  def isRegistered: Boolean = current.isDefined
+
+  /** Asks the rewriter, bounded in time; None when no rewriter is registered. */
+  def rewrite(sqlText: String): Option[String] = current.map { rewriter =>
+    try Await.result(Future(rewriter.rewrite(sqlText))(pool), timeout)
+    catch {
+      case _: TimeoutException =>
+        s"ERROR\n1\n0\nthe sql_ext rewriter did not answer within ${timeout.toSeconds} s"
+    }
+  }
+}

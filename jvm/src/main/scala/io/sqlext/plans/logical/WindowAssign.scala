@@ -1,0 +1,67 @@
+package io.sqlext.plans.logical
+
+import io.sqlext.SqlExtErrors
+import io.sqlext.window.WindowSpec
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, AttributeSet}
+import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
+import org.apache.spark.sql.types._
+
+/**
+ * Assigns the tuples of `child` to window firings: every output row is an input tuple that took
+ * part in one firing, tagged with the firing (`__sx_fire`) and the pane-function columns the
+ * query reads. Aggregation over the firings is an ordinary Spark aggregate above this node.
+ */
+case class WindowAssign(
+    spec: WindowSpec,
+    inputs: Seq[Attribute],
+    metaOutput: Seq[Attribute],
+    child: LogicalPlan) extends UnaryNode {
+
+  // `inputs` are the helper columns the operator reads; as expressions of the node they are its
+  // references, so column pruning keeps them.
+
+  override def output: Seq[Attribute] = child.output ++ metaOutput
+
+  override def producedAttributes: AttributeSet = AttributeSet(metaOutput)
+
+  override protected def withNewChildInternal(newChild: LogicalPlan): WindowAssign =
+    copy(child = newChild)
+}
+
+object WindowAssign {
+
+  /** Builds the node over a resolved child, checking the types the rewriter cannot see. */
+  def create(spec: WindowSpec, child: LogicalPlan): WindowAssign = {
+    def find(name: String) = child.output.find(_.name == name)
+    val orderType = find(WindowSpec.OrderColumn).map(_.dataType).getOrElse(NullType)
+    checkTypes(spec, find(WindowSpec.DeltaColumn).map(_.dataType), orderType)
+    val fire = AttributeReference(WindowSpec.FireColumn, LongType, nullable = false)()
+    val meta = spec.meta.distinct.map { fn =>
+      val dataType = fn match {
+        case "pane_start" | "pane_end" => orderType
+        case "pane_timing" | "window_event" => StringType
+        case _ => LongType
+      }
+      AttributeReference(WindowSpec.MetaColumns(fn), dataType, nullable = true)()
+    }
+    val inputs = child.output.filter(a => a.name.startsWith("__sx_"))
+    WindowAssign(spec, inputs, fire +: meta, child)
+  }
+
+  private def checkTypes(spec: WindowSpec, deltaType: Option[DataType], orderType: DataType) = {
+    deltaType.foreach {
+      case _: NumericType | TimestampType | TimestampNTZType =>
+      case other =>
+        throw SqlExtErrors.analysis(s"${spec.policyText}: the DELTA expression must be numeric " +
+          s"or a timestamp, but it is ${other.simpleString}")
+    }
+    if (spec.policy == "time") orderType match {
+      case TimestampType | TimestampNTZType =>
+      case other =>
+        throw SqlExtErrors.analysis(s"${spec.policyText}: a batch TIME policy replays time from " +
+          "the arrival order, so OVER (ORDER BY ...) must name a timestamp" +
+          (if (other == NullType) ", but there is no ORDER BY" else
+            s", but it is ${other.simpleString}"))
+    }
+  }
+}

@@ -1,0 +1,58 @@
+package io.sqlext.window
+
+import org.json4s._
+import org.json4s.jackson.JsonMethods
+
+/**
+ * The window of one query as the Python rewriter lowered it (a JSON literal argument of the
+ * `sql_ext_window` table function). Helper columns are referred to by their fixed names.
+ *
+ * @param policyText the policy as the user wrote it, for error messages
+ * @param partitionColumns columns holding the PARTITION BY values
+ * @param meta the pane-function columns the query reads (WINDOW_ID, PANE_START, ...)
+ */
+final case class WindowSpec(
+    kind: String,
+    policy: String,
+    count: Long,
+    delta: Double,
+    seconds: Double,
+    policyText: String,
+    partitionColumns: Seq[String],
+    ordered: Boolean,
+    meta: Seq[String])
+
+object WindowSpec {
+  val OrderColumn = "__sx_order"
+  val SeqColumn = "__sx_seq"
+  val DeltaColumn = "__sx_delta"
+  val PunctColumn = "__sx_punct"
+  val FileColumn = "__sx_file"
+  val ClockStartColumn = "__sx_t0"
+  val ClockEndColumn = "__sx_tmax"
+
+  /** Output column of each pane function; __sx_fire identifies a firing within a partition. */
+  val FireColumn = "__sx_fire"
+  val MetaColumns: Map[String, String] = Map(
+    "window_id" -> "__sx_wid",
+    "pane_start" -> "__sx_pstart",
+    "pane_end" -> "__sx_pend",
+    "pane_timing" -> "__sx_timing",
+    "pane_index" -> "__sx_pidx",
+    "window_event" -> "__sx_event")
+
+  def fromJson(text: String): WindowSpec = {
+    implicit val formats: Formats = DefaultFormats
+    val json = JsonMethods.parse(text)
+    WindowSpec(
+      kind = (json \ "kind").extract[String],
+      policy = (json \ "policy").extract[String],
+      count = (json \ "count").extractOrElse[Long](0L),
+      delta = (json \ "delta").extractOrElse[Double](0.0),
+      seconds = (json \ "seconds").extractOrElse[Double](0.0),
+      policyText = (json \ "policy_text").extractOrElse[String]("")   ,
+      partitionColumns = (json \ "partition_columns").extractOrElse[Seq[String]](Nil),
+      ordered = (json \ "ordered").extractOrElse[Boolean](false),
+      meta = (json \ "meta").extractOrElse[Seq[String]](Nil))
+  }
+}

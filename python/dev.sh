@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Developer entry point; works on a fresh machine (needs python3 >= 3.10, Java 17, network access
+# to PyPI and Maven Central). Everything it installs stays inside the project folder:
+#   .venv/          Python environment (pyspark, delta-spark, sqlglot, pytest, ...)
+#   .tools/sbt/     sbt launcher and its caches (the JVM build)
+#   .cache/jars/    Delta's JVM jars from Maven Central
+# Usage: bash python/dev.sh setup | main | test | bench [args]
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+VENV="$ROOT/.venv"
+PY="$VENV/bin/python"
+SBT_VERSION=1.10.7
+TOOLS="$ROOT/.tools/sbt"
+export SPARK_LOCAL_IP=127.0.0.1
+
+say() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
+
+setup_python() {
+  if [ ! -x "$PY" ]; then
+    say "creating $VENV"
+    python3 -m venv "$VENV"
+  fi
+  local stamp="$VENV/.sql-ext-installed"
+  if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+    say "installing Python packages (pyspark is large: about a minute)"
+    "$PY" -m pip install -q --upgrade pip
+    "$PY" -m pip install -q -e ".[test]"
+    touch "$stamp"
+  fi
+  export PYSPARK_PYTHON="$PY"
+}
+
+sbt() {
+  mkdir -p "$TOOLS"
+  local launcher="$TOOLS/sbt-launch-$SBT_VERSION.jar"
+  if [ ! -f "$launcher" ]; then
+    say "fetching the sbt launcher from Maven Central"
+    curl -fsSL -o "$launcher.part" \
+      "https://repo1.maven.org/maven2/org/scala-sbt/sbt-launch/$SBT_VERSION/sbt-launch-$SBT_VERSION.jar"
+    mv "$launcher.part" "$launcher"
+  fi
+  printf '[repositories]\n  local\n  maven-central\n' > "$TOOLS/repositories"
+  SQL_EXT_SPARK_JARS="$("$PY" -c 'import pyspark, os; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')" \
+  java -Xmx2g -Dsbt.repository.config="$TOOLS/repositories" -Dsbt.override.build.repos=true \
+    -Dsbt.boot.directory="$TOOLS/boot" -Dsbt.ivy.home="$TOOLS/ivy" \
+    -Dsbt.coursier.home="$TOOLS/coursier" -Dsbt.global.base="$TOOLS/global" \
+    -Dsbt.server.forcestart=false -Dsbt.supershell=false -Dsbt.color=false \
+    -jar "$launcher" "$@"
+}
+
+build_jar() {
+  local jar="sql_ext/jars/sql-ext.jar"
+  if [ ! -f "$jar" ] || [ -n "$(find jvm/src/main build.sbt -newer "$jar" -type f | head -1)" ]; then
+    say "building the JVM extension (sbt jvm/package)"
+    sbt jvm/package
+  fi
+}
+
+setup() {
+  setup_python
+  build_jar
+  "$PY" -c 'from sql_ext import jars; jars.delta_jars()'
+}
+
+case "${1:-}" in
+  setup) setup ;;
+  main) setup; shift; exec "$VENV/bin/sql-ext" run-examples "$@" ;;
+  test)
+    setup; shift
+    say "JVM tests (sbt jvm/test)"
+    sbt jvm/test
+    say "Python tests (pytest)"
+    exec "$PY" -m pytest "$@" ;;
+  bench) setup; shift; exec "$PY" python/bench.py "$@" ;;
+  sbt) setup_python; shift; sbt "$@" ;;
+  *) echo "usage: bash python/dev.sh setup|main|test|bench|sbt ..." >&2; exit 2 ;;
+esac

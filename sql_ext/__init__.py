@@ -1,0 +1,12 @@
+"""sql_ext: IBM Streams SPL windows as plain SQL on Spark.
+
+    spark = sql_ext.session()
+    spark.sql("SELECT SUM(cost) FROM orders WINDOW TUMBLING COUNT(4)").show()
+"""
+
+from sql_ext.errors import WindowSqlError
+from sql_ext.rewrite import rewrite as transpile
+from sql_ext.session import configure, session
+from sql_ext.udaf import udaf
+
+__all__ = ["WindowSqlError", "configure", "session", "transpile", "udaf"]

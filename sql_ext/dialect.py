@@ -1,0 +1,176 @@
+"""The sqlglot dialect that owns the windowed grammar of spec/sql.md: Spark SQL plus
+
+    WINDOW TUMBLING <policy> | SLIDING <policy> TRIGGER <policy>
+         | TIME_INTERVAL(<args>) ON <expr>
+    [OVER (PARTITION BY ... ORDER BY ...)] [WATERMARK DELAY d | WATERMARK BY expr]
+    [PARTITION EVICTION AGE(s) | COUNT(n) | TUPLES(n)] [EMIT INCOMPLETE] [EMIT EVICTED]
+
+It only extends sqlglot's tables: `WINDOW` followed by TUMBLING, SLIDING or TIME_INTERVAL
+becomes an `SplWindow` node under the SELECT's "sx_window" arg; any other `WINDOW` keeps its
+standard meaning (named windows). Validation lives in window_model.py.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.dialects.spark import Spark
+from sqlglot.parsers.spark import SparkParser
+from sqlglot.tokens import TokenType
+
+from sql_ext.errors import error_at
+
+WINDOW_KINDS = ("TUMBLING", "SLIDING", "TIME_INTERVAL")
+POLICIES = ("COUNT", "DELTA", "TIME", "PUNCT")
+EVICTIONS = ("AGE", "COUNT", "TUPLES")
+
+
+class SplPolicy(exp.Expression):
+    """A policy call such as COUNT(4) or DELTA(ts, 60): `this` is the name, the args follow."""
+
+    arg_types = {"this": True, "expressions": False}
+
+    @property
+    def name(self) -> str:
+        return self.this.upper()
+
+
+class SplWindow(exp.Expression):
+    """The window clause of one SELECT (kept under Select.args["sx_window"])."""
+
+    arg_types = {
+        "this": True,  # TUMBLING | SLIDING | TIME_INTERVAL
+        "policy": False,  # TUMBLING policy or SLIDING eviction
+        "trigger": False,  # SLIDING trigger
+        "interval": False,  # TIME_INTERVAL arguments (a list)
+        "on": False,  # TIME_INTERVAL event time
+        "partition_by": False,
+        "order_by": False,
+        "watermark": False,  # SplPolicy DELAY(d) or BY(expr)
+        "eviction": False,  # SplPolicy AGE(s) | COUNT(n) | TUPLES(n)
+        "emit": False,  # list of exp.Var: INCOMPLETE, EVICTED
+    }
+
+    @property
+    def kind(self) -> str:
+        return self.this.upper()
+
+
+def mark_position(node: exp.Expression, token) -> exp.Expression:
+    """Remembers where a clause started, so validation errors can name line and column."""
+    node.meta["sx_line"] = token.line
+    node.meta["sx_column"] = max(1, token.col - len(token.text) + 1)
+    return node
+
+
+class SqlExtParser(SparkParser):
+    QUERY_MODIFIER_PARSERS = {
+        **SparkParser.QUERY_MODIFIER_PARSERS,
+        TokenType.WINDOW: lambda self: self._parse_window_modifier(),
+    }
+
+    def _parse_window_modifier(self):
+        after = self._next
+        if after is None or after.text.upper() not in WINDOW_KINDS:
+            return "windows", self._parse_window_clause()
+        self._advance()  # WINDOW
+        return "sx_window", self._parse_spl_window()
+
+    def _parse_spl_window(self) -> SplWindow:
+        start = self._curr
+        kind = start.text.upper()
+        self._advance()
+        window = mark_position(SplWindow(this=kind), start)
+        if kind == "TIME_INTERVAL":
+            window.set("interval", self._parse_call_args(start))
+            if not self._match(TokenType.ON):
+                raise error_at(self._curr or self._prev, "TIME_INTERVAL(...) needs ON <event time>")
+            window.set("on", self._parse_assignment())
+        else:
+            window.set("policy", self._parse_policy(POLICIES, f"{kind} window policy"))
+            if self._match(TokenType.TRIGGER):
+                window.set("trigger", self._parse_policy(POLICIES, "TRIGGER policy"))
+        self._parse_over(window)
+        if self._match_text_seq("WATERMARK"):
+            token = self._prev
+            if self._match_text_seq("DELAY"):
+                mode, arg = "DELAY", self._parse_assignment()
+            elif self._match_text_seq("BY"):
+                mode, arg = "BY", self._parse_assignment()
+            else:
+                raise error_at(self._curr or token, "WATERMARK must be followed by DELAY or BY")
+            window.set("watermark", mark_position(SplPolicy(this=mode, expressions=[arg]), token))
+        if self._match(TokenType.PARTITION):
+            token = self._prev
+            if not self._match_text_seq("EVICTION"):
+                raise error_at(self._curr or token, "PARTITION must be followed by EVICTION")
+            window.set("eviction", self._parse_policy(EVICTIONS, "PARTITION EVICTION policy"))
+        emits = []
+        while self._match_text_seq("EMIT"):
+            token = self._curr
+            if not self._match_texts(("INCOMPLETE", "EVICTED")):
+                raise error_at(token or self._prev, "EMIT must be followed by INCOMPLETE or EVICTED")
+            emits.append(mark_position(exp.var(self._prev.text.upper()), self._prev))
+        if emits:
+            window.set("emit", emits)
+        return window
+
+    def _parse_over(self, window: SplWindow) -> None:
+        if not self._match(TokenType.OVER):
+            return
+        if not self._match(TokenType.L_PAREN):
+            raise error_at(self._curr or self._prev, "OVER must be followed by (")
+        if self._match(TokenType.PARTITION_BY):
+            window.set("partition_by", self._parse_csv(self._parse_assignment))
+        if self._match(TokenType.ORDER_BY):
+            token = self._curr
+            ordered = self._parse_ordered()
+            if ordered.args.get("desc"):
+                raise error_at(token, "ORDER BY inside OVER is the arrival order: it is ascending")
+            window.set("order_by", mark_position(ordered.this, token))
+            if self._match(TokenType.COMMA):
+                raise error_at(self._prev, "ORDER BY inside OVER takes one arrival expression")
+        if not self._match(TokenType.R_PAREN):
+            raise error_at(self._curr or self._prev, "expected ) to close OVER (...)")
+
+    def _parse_policy(self, names, what: str) -> SplPolicy:
+        token = self._curr
+        if token is None or token.text.upper() not in names:
+            found = token.text if token else "end of statement"
+            raise error_at(token or self._prev, f"expected a {what} ({', '.join(names)}), "
+                                                f"found {found}")
+        self._advance()
+        args = self._parse_call_args(token)
+        return mark_position(SplPolicy(this=token.text.upper(), expressions=args), token)
+
+    def _parse_call_args(self, name_token) -> list:
+        if not self._match(TokenType.L_PAREN):
+            raise error_at(self._curr or name_token, f"{name_token.text.upper()} needs (...)")
+        if self._match(TokenType.R_PAREN):
+            return []
+        args = []
+        while True:
+            token = self._curr
+            args.append(mark_position(self._parse_lambda(), token))
+            if not self._match(TokenType.COMMA):
+                break
+        if not self._match(TokenType.R_PAREN):
+            raise error_at(self._curr or self._prev, f"expected ) to close {name_token.text}(...)")
+        return args
+
+
+class SqlExt(Spark):
+    """Spark SQL with SPL windows."""
+
+    Parser = SqlExtParser
+
+
+def has_window_clause(sql: str) -> bool:
+    """True when the text uses the extension: WINDOW followed by a window kind (token level)."""
+    try:
+        tokens = SqlExt().tokenize(sql)
+    except Exception:  # noqa: BLE001 - untokenizable text is not ours to report
+        return False
+    return any(
+        a.token_type == TokenType.WINDOW and b.text.upper() in WINDOW_KINDS
+        for a, b in zip(tokens, tokens[1:])
+    )

@@ -1,0 +1,200 @@
+"""Lowers windowed SQL into plain Spark SQL over the `sql_ext_window` table function.
+
+    SELECT customer, SUM(cost) AS total, WINDOW_ID() AS w
+    FROM orders WHERE cost > 0
+    WINDOW TUMBLING COUNT(3) OVER (PARTITION BY customer ORDER BY seq)
+->
+    SELECT __sx_p0 AS customer, SUM(cost) AS total, __sx_wid AS w
+    FROM sql_ext_window(TABLE(SELECT *, customer AS __sx_p0, seq AS __sx_order,
+                                     MONOTONICALLY_INCREASING_ID() AS __sx_seq
+                              FROM orders WHERE cost > 0), '{...spec...}') AS __sx_w
+    GROUP BY __sx_p0, __sx_fire, __sx_wid
+
+The table function assigns tuples to firings (the JVM operator); the aggregation over
+(partition keys, firing, group keys) is ordinary Spark aggregation, so built-ins and Python
+UDAFs both work.
+"""
+
+from __future__ import annotations
+
+import json
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from sql_ext.dialect import SqlExt, has_window_clause
+from sql_ext.errors import WindowSqlError, error_at_node
+from sql_ext.window_model import WindowModel, validate
+
+TABLE_FUNCTION = "sql_ext_window"
+PANE_FUNCTIONS = {
+    "PANE_START": ("pane_start", "__sx_pstart"),
+    "PANE_END": ("pane_end", "__sx_pend"),
+    "PANE_TIMING": ("pane_timing", "__sx_timing"),
+    "PANE_INDEX": ("pane_index", "__sx_pidx"),
+    "WINDOW_ID": ("window_id", "__sx_wid"),
+    "WINDOW_EVENT": ("window_event", "__sx_event"),
+}
+FIRE_COLUMN = "__sx_fire"
+
+
+def parse(sql: str) -> list[exp.Expression]:
+    """Parses with the extension dialect; syntax errors carry line and column."""
+    try:
+        return [s for s in sqlglot.parse(sql, dialect=SqlExt) if s is not None]
+    except ParseError as error:
+        first = error.errors[0] if error.errors else {}
+        raise WindowSqlError(first.get("description") or str(error),
+                             first.get("line") or 1, first.get("col") or 0) from None
+
+
+def rewrite(sql: str) -> str:
+    """Plain Spark SQL for `sql`; text without a window clause comes back unchanged."""
+    if not has_window_clause(sql):
+        return sql
+    statements = [s.transform(_lower_if_windowed) for s in parse(sql)]
+    return ";\n".join(s.sql(dialect="spark") for s in statements)
+
+
+def _lower_if_windowed(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.Select) and node.args.get("sx_window") is not None:
+        return lower_select(node)
+    return node
+
+
+def _not_supported_yet(node: exp.Expression, what: str) -> WindowSqlError:
+    return error_at_node(node, f"{what} is not supported yet (sql_ext supports batch TUMBLING "
+                               "windows so far)")
+
+
+def _check_supported(window: exp.Expression, model: WindowModel, select: exp.Select) -> None:
+    if model.kind != "TUMBLING":
+        raise _not_supported_yet(window, f"{model.kind} windows")
+    if model.eviction is not None:
+        raise _not_supported_yet(window.args["eviction"], "PARTITION EVICTION")
+    if model.emit:
+        raise _not_supported_yet(window.args["emit"][0], f"EMIT {model.emit[0]}")
+    source = select.args["from_"].this
+    if isinstance(source, exp.Table) and isinstance(source.this, exp.Anonymous) \
+            and source.this.name.upper() == "STREAM":
+        raise _not_supported_yet(window, "FROM STREAM(...) (streaming windows)")
+    if model.policy.name == "TIME" and model.order_by is None:
+        raise error_at_node(window, f"{model.policy.text}: a batch TIME policy replays time from "
+                                    "the arrival order, so it needs OVER (ORDER BY <timestamp>)")
+
+
+def _helper_columns(model: WindowModel, select: exp.Select) -> list[tuple[exp.Expression, str]]:
+    """(expression, name) pairs the operator reads, computed over the window's input."""
+    helpers = [(p.copy(), f"__sx_p{i}") for i, p in enumerate(model.partition_by)]
+    if model.order_by is not None:
+        helpers.append((model.order_by.copy(), "__sx_order"))
+    # Ties in arrival order are broken by scan order.
+    helpers.append((exp.func("monotonically_increasing_id"), "__sx_seq"))
+    policy = model.policy
+    if policy.name == "DELTA":
+        helpers.append((policy.attribute.copy(), "__sx_delta"))
+    elif policy.name == "PUNCT" and policy.marker is not None:
+        helpers.append((exp.func("coalesce", policy.marker.copy(), exp.false()), "__sx_punct"))
+    elif policy.name == "PUNCT":
+        helpers.append((exp.func("input_file_name"), "__sx_file"))
+    elif policy.name == "TIME":
+        # Ticks are window-wide: every task needs the first and last arrival of all input.
+        for fn, name in (("min", "__sx_t0"), ("max", "__sx_tmax")):
+            bound = exp.select(exp.func(fn, model.order_by.copy())).from_(
+                select.args["from_"].this.copy())
+            if select.args.get("where"):
+                bound.set("where", select.args["where"].copy())
+            helpers.append((exp.Subquery(this=bound), name))
+    return helpers
+
+
+def _spec(model: WindowModel, meta: list[str]) -> dict:
+    policy = model.policy
+    name = "punct_expr" if policy.name == "PUNCT" and policy.marker is not None \
+        else policy.name.lower()
+    return {
+        "kind": model.kind.lower(),
+        "policy": name,
+        "count": policy.count,
+        "delta": policy.delta,
+        "seconds": policy.seconds,
+        "policy_text": policy.text,
+        "partition_columns": [f"__sx_p{i}" for i in range(len(model.partition_by))],
+        "ordered": model.order_by is not None,
+        "meta": meta,
+    }
+
+
+def lower_select(select: exp.Select) -> exp.Select:
+    """Rewrites one SELECT that carries a window clause (see the module docstring)."""
+    window = select.args["sx_window"]
+    model = validate(window)
+    _check_supported(window, model, select)
+    for part in ("where",):
+        clause = select.args.get(part)
+        if clause is not None:
+            for fn in clause.find_all(exp.Anonymous):
+                if fn.name.upper() in PANE_FUNCTIONS:
+                    raise error_at_node(window, f"{fn.name.upper()}() belongs in SELECT or HAVING "
+                                                "of a windowed query, not in WHERE")
+
+    inner = exp.select(exp.Star()).from_(select.args["from_"].this.copy())
+    for join in select.args.get("joins") or []:
+        inner.append("joins", join.copy())
+    if select.args.get("where"):
+        inner.set("where", select.args["where"].copy())
+    for expression, name in _helper_columns(model, select):
+        inner = inner.select(exp.alias_(expression, name), copy=False)
+
+    partition_columns = {p: f"__sx_p{i}" for i, p in enumerate(model.partition_by)}
+    meta: list[str] = []
+
+    def substitute(node: exp.Expression) -> exp.Expression:
+        for expression, name in partition_columns.items():
+            if node == expression:
+                return exp.column(name)
+        if isinstance(node, exp.Anonymous) and node.name.upper() in PANE_FUNCTIONS:
+            function, column = PANE_FUNCTIONS[node.name.upper()]
+            if function in ("pane_start", "pane_end") and model.order_by is None:
+                return exp.null()  # no arrival values without ORDER BY
+            if function not in meta:
+                meta.append(function)
+            return exp.column(column)
+        if isinstance(node, exp.Column) and node.table:
+            return exp.column(node.name, quoted=node.this.quoted)  # the source is now __sx_w
+        return node
+
+    projections = []
+    for projection in select.expressions:
+        rewritten = projection.copy().transform(substitute)
+        if not isinstance(projection, exp.Alias) and rewritten != projection \
+                and projection.alias_or_name and not isinstance(projection, exp.Star):
+            rewritten = exp.alias_(rewritten, projection.alias_or_name)
+        projections.append(rewritten)
+
+    user_groups = select.args.get("group")
+    user_group_exprs = [g.copy().transform(substitute) for g in
+                        (user_groups.expressions if user_groups else [])]
+    having = select.args.get("having")
+    order = select.args.get("order")
+
+    outer = select.copy()
+    outer.set("sx_window", None)
+    outer.set("where", None)
+    outer.set("joins", None)
+    outer.set("expressions", projections)
+    if having is not None:
+        outer.set("having", having.copy().transform(substitute))
+    if order is not None:
+        outer.set("order", order.copy().transform(substitute))
+    columns = [exp.column(c) for c in partition_columns.values()] + [exp.column(FIRE_COLUMN)]
+    columns += [exp.column(PANE_FUNCTIONS[f.upper()][1]) for f in meta]
+    outer.set("group", exp.Group(expressions=columns + user_group_exprs))
+
+    spec = json.dumps(_spec(model, meta), separators=(",", ":"))
+    call = exp.Anonymous(this=TABLE_FUNCTION, expressions=[
+        exp.Anonymous(this="TABLE", expressions=[inner]), exp.Literal.string(spec)])
+    outer.set("from_", exp.From(this=exp.Table(this=call, alias=exp.TableAlias(
+        this=exp.to_identifier("__sx_w")))))
+    return outer

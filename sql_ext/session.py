@@ -1,0 +1,57 @@
+"""Session setup: one function wires jars, extensions, Delta and the rewriter."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from sql_ext import bridge, jars
+
+EXTENSIONS = "io.sqlext.SqlExtExtensions,io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+
+
+def _prepare_environment() -> None:
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+def configure(builder: SparkSession.Builder) -> SparkSession:
+    """Adds the extension and Delta to a user's builder, starts the session, registers the
+    rewriter, and returns the session: `spark.sql(<windowed SQL>)` then works directly."""
+    _prepare_environment()
+    jar_list = ",".join(str(p) for p in jars.all_jars())
+    spark = (
+        builder.config("spark.jars", jar_list)
+        .config("spark.sql.extensions", EXTENSIONS)
+        .config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+        .getOrCreate()
+    )
+    bridge.register(spark)
+    return spark
+
+
+def session(
+    warehouse: str | Path | None = None,
+    master: str = "local[2]",
+    app_name: str = "sql-ext",
+    conf: dict | None = None,
+) -> SparkSession:
+    """The embedded default: local Spark, a Delta warehouse under the project folder."""
+    warehouse = Path(warehouse or jars.PROJECT_DIR / "warehouse").resolve()
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+    )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    return configure(builder)
