@@ -23,6 +23,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+from sql_ext import udaf
 from sql_ext.dialect import SqlExt, has_window_clause
 from sql_ext.errors import WindowSqlError, error_at_node
 from sql_ext.window_model import WindowModel, validate
@@ -126,6 +127,21 @@ def _spec(model: WindowModel, meta: list[str]) -> dict:
     }
 
 
+def _batched_udaf_call(call: exp.Anonymous) -> exp.Expression:
+    """py_sum(x) -> __sx_udaf_py_sum(COLLECT_LIST(x)): one Arrow call per batch of windows.
+
+    Several arguments travel as one list of structs; a row with any NULL argument is skipped.
+    """
+    args = [a.copy() for a in call.expressions]
+    if len(args) == 1:
+        collected = args[0]
+    else:
+        any_null = exp.or_(*[exp.Is(this=a.copy(), expression=exp.null()) for a in args])
+        collected = exp.If(this=any_null, true=exp.null(), false=exp.func("struct", *args))
+    return exp.Anonymous(this=udaf.BATCHED_PREFIX + call.name.lower(),
+                         expressions=[exp.func("collect_list", collected)])
+
+
 def lower_select(select: exp.Select) -> exp.Select:
     """Rewrites one SELECT that carries a window clause (see the module docstring)."""
     window = select.args["sx_window"]
@@ -161,6 +177,8 @@ def lower_select(select: exp.Select) -> exp.Select:
             if function not in meta:
                 meta.append(function)
             return exp.column(column)
+        if isinstance(node, exp.Anonymous) and node.name.lower() in udaf.registered():
+            return _batched_udaf_call(node)
         if isinstance(node, exp.Column) and node.table:
             return exp.column(node.name, quoted=node.this.quoted)  # the source is now __sx_w
         return node

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from sql_ext import bridge, jars
+from sql_ext import bridge, jars, udaf
 
 EXTENSIONS = "io.sqlext.SqlExtExtensions,io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
@@ -32,6 +32,7 @@ def configure(builder: SparkSession.Builder) -> SparkSession:
         .getOrCreate()
     )
     bridge.register(spark)
+    udaf.register_all(spark)
     return spark
 
 
