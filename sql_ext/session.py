@@ -24,9 +24,12 @@ def configure(builder: SparkSession.Builder) -> SparkSession:
     """Adds the extension and Delta to a user's builder, starts the session, registers the
     rewriter, and returns the session: `spark.sql(<windowed SQL>)` then works directly."""
     _prepare_environment()
-    jar_list = ",".join(str(p) for p in jars.all_jars())
+    jar_paths = [str(p) for p in jars.all_jars()]
     spark = (
-        builder.config("spark.jars", jar_list)
+        # The driver's system classpath: the Thrift server closes the class loader of
+        # spark.jars when a JDBC session ends, which would break classes loaded later.
+        builder.config("spark.driver.extraClassPath", os.pathsep.join(jar_paths))
+        .config("spark.jars", ",".join(jar_paths))
         .config("spark.sql.extensions", EXTENSIONS)
         .config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
         .getOrCreate()

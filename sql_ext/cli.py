@@ -1,0 +1,76 @@
+"""`sql-ext` command line: run the seed examples, start the Thrift server, transpile SQL."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import runpy
+import signal
+import sys
+import threading
+
+from sql_ext import jars
+from sql_ext.errors import WindowSqlError
+from sql_ext.rewrite import rewrite
+
+EXAMPLES = jars.PROJECT_DIR / "examples" / "seed_examples.py"
+
+
+def run_examples(args) -> int:
+    from sql_ext.session import session
+
+    spark = session(warehouse=args.warehouse)
+    spark.sparkContext.setLogLevel("ERROR")
+    runpy.run_path(str(EXAMPLES), run_name="sql_ext_examples")["main"](spark)
+    spark.stop()
+    return 0
+
+
+def thriftserver(args) -> int:
+    from sql_ext.session import session
+    from sql_ext.thrift import start_thrift_server
+
+    spark = session(warehouse=args.warehouse, app_name="sql-ext-thriftserver")
+    start_thrift_server(spark, args.host, args.port)
+    print(f"sql-ext Thrift server on jdbc:hive2://{args.host}:{args.port}/default "
+          "(Ctrl-C to stop)", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def transpile(args) -> int:
+    text = args.sql if args.sql != "-" else sys.stdin.read()
+    try:
+        print(rewrite(text))
+    except WindowSqlError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv=None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    parser = argparse.ArgumentParser(prog="sql-ext", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    examples = commands.add_parser("run-examples", help="run the seed examples into Delta tables")
+    examples.add_argument("--warehouse", default=None, help="Delta warehouse folder")
+    examples.set_defaults(run=run_examples)
+    server = commands.add_parser("thriftserver", help="start the JDBC/Thrift server")
+    server.add_argument("--host", default="127.0.0.1")
+    server.add_argument("--port", type=int, default=10000)
+    server.add_argument("--warehouse", default=None)
+    server.set_defaults(run=thriftserver)
+    show = commands.add_parser("transpile", help="print the plain Spark SQL of windowed SQL")
+    show.add_argument("sql", help="the statement, or - for standard input")
+    show.set_defaults(run=transpile)
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""The JDBC/Thrift door: Spark's Thrift server started inside this Python process, so the
+rewriter (py4j callback) is there for every statement a JDBC client sends."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+
+from pyspark.sql import SparkSession
+
+log = logging.getLogger("sql_ext")
+
+
+def start_thrift_server(spark: SparkSession, host: str = "127.0.0.1", port: int = 10000):
+    """Starts HiveThriftServer2 on (host, port) over `spark`'s context; returns the server."""
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    hadoop.set("hive.server2.thrift.bind.host", host)
+    hadoop.set("hive.server2.thrift.port", str(port))
+    spark.conf.set("hive.server2.thrift.bind.host", host)
+    spark.conf.set("hive.server2.thrift.port", str(port))
+    jvm = spark.sparkContext._jvm
+    server = jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2.startWithContext(
+        spark._jsparkSession.sqlContext())
+    wait_for_port(host, port)
+    log.info("sql_ext Thrift server listening on %s:%s", host, port)
+    return server
+
+
+def wait_for_port(host: str, port: int, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError(f"nothing listens on {host}:{port} after {timeout:.0f} s")

@@ -1,0 +1,80 @@
+"""The JDBC/Thrift door: `sql-ext thriftserver` in its own process, queried by PyHive and by
+Spark's beeline over 127.0.0.1."""
+
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pyspark
+import pytest
+from pyhive import hive
+
+from sql_ext.thrift import wait_for_port
+
+WINDOWED = ("SELECT customer, WINDOW_ID() AS n, SUM(cost) AS total FROM thrift_orders "
+            "WINDOW TUMBLING COUNT(3) OVER (PARTITION BY customer ORDER BY seq)")
+EXPECTED = [("A", 0, 9.0), ("A", 1, 27.0), ("B", 0, 12.0), ("B", 1, 30.0)]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    port = _free_port()
+    log = tmp_path_factory.mktemp("thrift") / "server.log"
+    warehouse = tmp_path_factory.mktemp("thrift_warehouse")
+    with open(log, "w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "sql_ext.cli", "thriftserver", "--port", str(port),
+             "--warehouse", str(warehouse)],
+            stdout=out, stderr=subprocess.STDOUT, cwd=warehouse)
+    try:
+        wait_for_port("127.0.0.1", port, timeout=120)
+        yield port
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def test_pyhive_runs_windowed_sql(server):
+    with hive.connect(host="127.0.0.1", port=server) as conn:
+        cursor = conn.cursor()
+        cursor.execute("CREATE OR REPLACE TABLE thrift_orders USING DELTA AS "
+                       "SELECT id AS seq, IF(id % 2 = 1, 'A', 'B') AS customer, "
+                       "CAST(id AS DOUBLE) AS cost FROM range(1, 13)")
+        cursor.execute(WINDOWED)
+        assert sorted(cursor.fetchall()) == EXPECTED
+
+
+def test_bad_window_is_a_clear_error_and_server_survives(server):
+    with hive.connect(host="127.0.0.1", port=server) as conn:
+        cursor = conn.cursor()
+        with pytest.raises(Exception, match=r"COUNT\(0\): the count must be at least 1"):
+            cursor.execute("SELECT SUM(cost) FROM thrift_orders WINDOW TUMBLING COUNT(0)")
+        cursor.execute("SELECT COUNT(*) FROM thrift_orders")
+        assert cursor.fetchall() == [(12,)]
+
+
+def test_beeline_runs_windowed_sql(server):
+    test_pyhive_runs_windowed_sql(server)  # the table beeline reads
+    beeline = Path(pyspark.__file__).parent / "bin" / "beeline"
+    env = dict(os.environ, SPARK_HOME=str(Path(pyspark.__file__).parent))
+    result = subprocess.run(
+        [str(beeline), "-u", f"jdbc:hive2://127.0.0.1:{server}/default", "--silent=true",
+         "--outputformat=csv2", "-e", WINDOWED + " ORDER BY customer, n"],
+        capture_output=True, text=True, timeout=180, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    # beeline echoes its prompt before the first output line
+    lines = [re.sub(r"^\d+: jdbc:\S*> ", "", line) for line in result.stdout.splitlines()]
+    lines = [line for line in lines if line.strip()]
+    assert lines == ["customer,n,total", "A,0,9.0", "A,1,27.0", "B,0,12.0", "B,1,30.0"]
