@@ -5,8 +5,11 @@
 """
 
 from sql_ext.errors import WindowSqlError
+from sql_ext.metrics import not_windowed_rows
 from sql_ext.rewrite import rewrite as transpile
 from sql_ext.session import configure, session
 from sql_ext.udaf import udaf
 
-__all__ = ["WindowSqlError", "configure", "session", "transpile", "udaf"]
+__all__ = [
+    "WindowSqlError", "configure", "not_windowed_rows", "session", "transpile", "udaf",
+]

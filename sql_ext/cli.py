@@ -55,6 +55,7 @@ def transpile(args) -> int:
 
 def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     parser = argparse.ArgumentParser(prog="sql-ext", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     examples = commands.add_parser("run-examples", help="run the seed examples into Delta tables")

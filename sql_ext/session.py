@@ -55,6 +55,9 @@ def session(
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.showConsoleProgress", "false")
+        # Delta's snapshot state defaults to 50 partitions: far too many for local[2].
+        .config("spark.databricks.delta.snapshotPartitions", "2")
     )
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)

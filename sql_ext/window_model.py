@@ -142,7 +142,10 @@ def _interval(window: SplWindow) -> Interval:
             if name not in INTERVAL_ARGS:
                 raise error_at_node(arg, f"TIME_INTERVAL has no argument named {name} "
                                          f"(it takes {', '.join(INTERVAL_ARGS)})")
-            arg = arg.expression
+            value = arg.expression
+            value.meta.setdefault("sx_line", arg.meta.get("sx_line", 1))
+            value.meta.setdefault("sx_column", arg.meta.get("sx_column", 0))
+            arg = value
         elif values and position >= len(INTERVAL_ARGS):
             raise error_at_node(arg, "TIME_INTERVAL takes at most 4 arguments")
         else:
