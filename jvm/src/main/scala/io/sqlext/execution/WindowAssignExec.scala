@@ -36,15 +36,26 @@ case class WindowAssignExec(
   /** Markers are window-wide, so PUNCT(expr) replays one global arrival order. */
   private def globalOrder: Boolean = spec.policy == "punct_expr"
 
+  /** Unpartitioned COUNT numbers its tuples in parallel ([[GlobalCountReplay]]); pane bounds
+   *  of a window that straddles two tasks are not known to either, so they need one task. */
+  private def parallelCount: Boolean = spec.policy == "count" && partitionAttrs.isEmpty &&
+    !spec.meta.exists(m => m == "pane_start" || m == "pane_end")
+
+  private def arrivalOrder: Seq[SortOrder] =
+    (column(WindowSpec.OrderColumn).toSeq ++ column(WindowSpec.SeqColumn))
+      .map(SortOrder(_, Ascending))
+
   override def requiredChildDistribution: Seq[Distribution] =
-    if (globalOrder || partitionAttrs.isEmpty) AllTuples :: Nil
+    if (parallelCount) OrderedDistribution(arrivalOrder) :: Nil
+    else if (globalOrder || partitionAttrs.isEmpty) AllTuples :: Nil
     else ClusteredDistribution(partitionAttrs) :: Nil
 
   override def requiredChildOrdering: Seq[Seq[SortOrder]] = {
     val keys = if (globalOrder) Nil else partitionAttrs
     val file = if (spec.policy == "punct") column(WindowSpec.FileColumn).toSeq else Nil
-    val arrival = column(WindowSpec.OrderColumn).toSeq ++ column(WindowSpec.SeqColumn)
-    ((keys ++ file ++ arrival).map(SortOrder(_, Ascending))) :: Nil
+    // The parallel count sorts inside its tasks, after counting the unsorted rows.
+    if (parallelCount) Seq(Nil)
+    else ((keys ++ file).map(SortOrder(_, Ascending)) ++ arrivalOrder) :: Nil
   }
 
   override def outputPartitioning: Partitioning = child.outputPartitioning
@@ -54,6 +65,10 @@ case class WindowAssignExec(
     val notWindowed = longMetric("numNotWindowed")
     val firings = longMetric("numFirings")
     val outputRows = longMetric("numOutputRows")
+    if (parallelCount) {
+      return GlobalCountReplay.execute(spec, layout, arrivalOrder, child, firings)
+        .map { row => outputRows += 1; row }
+    }
     child.execute().mapPartitions { rows =>
       val replay = new TumblingReplay(spec, layout, notWindowed, firings)
       replay.run(rows).map { row => outputRows += 1; row }

@@ -1,0 +1,58 @@
+package io.sqlext.execution
+
+import io.sqlext.window.WindowSpec
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, SortOrder, UnsafeRow}
+import org.apache.spark.sql.execution.{SortExec, SparkPlan}
+import org.apache.spark.sql.execution.metric.SQLMetric
+import org.apache.spark.unsafe.types.UTF8String
+
+/**
+ * An unpartitioned TUMBLING COUNT(n) without a single-task funnel. The input arrives range
+ * partitioned by arrival order, so partition i holds a contiguous stretch of the one arrival
+ * sequence. A first pass counts the rows of every partition (no sort needed); each task then
+ * sorts its stretch locally and numbers its rows globally: tuple number g belongs to window
+ * g / n, and only complete windows fire. A window may straddle two tasks; the aggregation above
+ * groups by firing, so Spark merges its partial aggregates.
+ */
+object GlobalCountReplay {
+
+  def execute(
+      spec: WindowSpec,
+      layout: ReplayLayout,
+      arrival: Seq[SortOrder],
+      child: SparkPlan,
+      firings: SQLMetric): RDD[InternalRow] = {
+    val input = child.execute()
+    val counts = input.mapPartitions(rows => Iterator.single(rows.size.toLong)).collect()
+    val offsets = counts.scanLeft(0L)(_ + _)
+    val complete = offsets.last / spec.count * spec.count
+    firings += complete / spec.count
+    val sorter = SortExec(arrival, global = false, child)
+    val n = spec.count
+    input.mapPartitionsWithIndex { (partition, rows) =>
+      val sorted = sorter.createSorter().sort(rows.asInstanceOf[Iterator[UnsafeRow]])
+      val project = layout.outputProjection
+      val joined = new JoinedRow
+      val values = new Array[Any](layout.meta.length)
+      val meta = new GenericInternalRow(values)
+      val windowSlots = layout.meta.map(_.name).zipWithIndex.collect {
+        case (WindowSpec.FireColumn | "__sx_wid", i) => i
+      }
+      layout.meta.map(_.name).zipWithIndex.foreach {
+        case ("__sx_timing", i) => values(i) = UTF8String.fromString("ON_TIME")
+        case ("__sx_pidx", i) => values(i) = 0L
+        case ("__sx_event", i) => values(i) = UTF8String.fromString("FLUSH")
+        case _ =>
+      }
+      var number = offsets(partition)
+      sorted.takeWhile(_ => number < complete).map { row =>
+        val window: Any = number / n
+        windowSlots.foreach(i => values(i) = window)
+        number += 1
+        project(joined(row, meta))
+      }
+    }
+  }
+}

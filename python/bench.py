@@ -1,0 +1,148 @@
+"""Benchmarks for batch TUMBLING windows (issue 2): ratios against baselines in the same run.
+
+    bash python/dev.sh bench [--rows 10000000] [--keys 1000] [--only NAME ...]
+
+Each query is executed in full into Spark's `noop` sink; the best of `--repeat` runs counts.
+Data is written once as Parquet under .cache/bench so every query scans the same files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import sql_ext  # noqa: E402
+from sql_ext.udaf import reduce_windows  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def make_data(spark, rows: int, keys: int) -> str:
+    path = ROOT / ".cache" / "bench" / f"events_{rows}_{keys}"
+    if not (path / "_SUCCESS").exists():
+        spark.sql(f"""
+            SELECT id AS seq, id % {keys} AS k, RAND(7) AS x,
+                   TIMESTAMP_SECONDS(id DIV {keys}) AS ts
+            FROM range(0, {rows}, 1, 8)""").write.mode("overwrite").parquet(str(path))
+    spark.read.parquet(str(path)).createOrReplaceTempView("bench")
+    return str(path)
+
+
+def run(spark, label: str, action, repeat: int) -> float:
+    best = float("inf")
+    tracker = spark.sparkContext.statusTracker()
+    for attempt in range(repeat):
+        spark.sparkContext.setJobGroup(f"{label}-{attempt}", label)
+        start = time.perf_counter()
+        action()
+        best = min(best, time.perf_counter() - start)
+    tasks = max((tracker.getStageInfo(s).numTasks for j in tracker.getJobIdsForGroup(
+        f"{label}-{repeat - 1}") for s in (tracker.getJobInfo(j).stageIds or [])
+        if tracker.getStageInfo(s)), default=0)
+    print(f"  {label:<48} {best:7.2f} s   (widest stage: {tasks} tasks)", flush=True)
+    return best
+
+
+def noop(spark, sql: str):
+    return lambda: spark.sql(sql).write.format("noop").mode("overwrite").save()
+
+
+ROW_NUMBER_COUNT = """
+    SELECT k, w, SUM(x) AS s FROM (
+      SELECT k, x, FLOOR((ROW_NUMBER() OVER (PARTITION BY k ORDER BY seq) - 1) / {n}) AS w
+      FROM bench)
+    GROUP BY k, w HAVING COUNT(*) = {n}"""
+
+
+def delta_in_pandas(frame: pd.DataFrame) -> pd.DataFrame:
+    """TUMBLING DELTA(ts, 60) written by hand for applyInPandas."""
+    frame = frame.sort_values("ts", kind="stable")
+    ts = frame["ts"].astype("int64").to_numpy() // 1000
+    window = np.empty(len(ts), dtype=np.int64)
+    current, oldest = 0, ts[0] if len(ts) else 0
+    for i, t in enumerate(ts):
+        if t - oldest > 60_000_000:
+            current, oldest = current + 1, t
+        window[i] = current
+    frame = frame.assign(w=window)
+    complete = frame[frame["w"] < current]  # the open window never flushes
+    out = complete.groupby("w", as_index=False)["x"].sum()
+    out.insert(0, "k", frame["k"].iloc[0])
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--keys", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--only", nargs="*", default=None)
+    args = parser.parse_args()
+    spark = sql_ext.session(conf={"spark.sql.shuffle.partitions": "8",
+                                  "spark.driver.memory": "8g"})
+    spark.sparkContext.setLogLevel("ERROR")
+    make_data(spark, args.rows, args.keys)
+    print(f"rows={args.rows:,} keys={args.keys:,} local[2]", flush=True)
+    wanted = set(args.only or ["count", "delta", "udaf", "unpartitioned"])
+    r = args.repeat
+
+    if "count" in wanted or "delta" in wanted:
+        print("TUMBLING COUNT(100) / DELTA(ts, 60), partitioned by k")
+        base = run(spark, "baseline: row_number COUNT(100)",
+                   noop(spark, ROW_NUMBER_COUNT.format(n=100)), r)
+        count = run(spark, "sql_ext: TUMBLING COUNT(100)", noop(spark, """
+            SELECT k, SUM(x) FROM bench
+            WINDOW TUMBLING COUNT(100) OVER (PARTITION BY k ORDER BY seq)"""), r)
+        print(f"  => COUNT(100) / row_number baseline = {count / base:.2f}  (target <= 1.5)")
+        if "delta" in wanted:
+            delta = run(spark, "sql_ext: TUMBLING DELTA(ts, 60)", noop(spark, """
+                SELECT k, SUM(x) FROM bench
+                WINDOW TUMBLING DELTA(ts, 60) OVER (PARTITION BY k ORDER BY ts)"""), r)
+            pandas = run(spark, "baseline: groupBy(k).applyInPandas", lambda: spark.table(
+                "bench").groupBy("k").applyInPandas(
+                delta_in_pandas, "k long, w long, x double").write.format("noop")
+                .mode("overwrite").save(), 1)
+            print(f"  => DELTA / row_number COUNT baseline = {delta / base:.2f}  (target <= 1.2)")
+            print(f"  => applyInPandas / DELTA = {pandas / delta:.2f}  (target >= 2)")
+        if "count" in wanted:
+            globally = run(spark, "sql_ext: unpartitioned TUMBLING COUNT(100)", noop(spark, """
+                SELECT SUM(x) FROM bench WINDOW TUMBLING COUNT(100) OVER (ORDER BY seq)"""), r)
+            print(f"  => unpartitioned / partitioned COUNT(100) = {globally / count:.2f}"
+                  "  (target <= 2, both cores)")
+
+    if "udaf" in wanted:
+        print("Python SUM UDAF over TUMBLING COUNT(20), partitioned by k")
+
+        @sql_ext.udaf("double")
+        def py_sum(values):
+            return reduce_windows(np.add, values)
+
+        from pyspark.sql.functions import arrow_udf
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        @arrow_udf("double")
+        def arrow_sum(values: pa.Array) -> float:
+            return pc.sum(values).as_py()
+
+        spark.udf.register("arrow_sum", arrow_sum)
+        window = "WINDOW TUMBLING COUNT(20) OVER (PARTITION BY k ORDER BY seq)"
+        builtin = run(spark, "built-in SUM", noop(spark, f"SELECT k, SUM(x) FROM bench {window}"), r)
+        ours = run(spark, "sql_ext.udaf py_sum", noop(
+            spark, f"SELECT k, py_sum(x) FROM bench {window}"), r)
+        spark_udf = run(spark, "Spark arrow_udf grouped aggregate", noop(
+            spark, f"SELECT k, arrow_sum(x) FROM bench {window}"), 1)
+        print(f"  => py_sum / built-in SUM = {ours / builtin:.2f}  (target <= 4)")
+        print(f"  => Spark arrow_udf / py_sum = {spark_udf / ours:.2f}  (target >= 3)")
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
