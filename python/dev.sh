@@ -46,7 +46,7 @@ sbt() {
     -Dsbt.boot.directory="$TOOLS/boot" -Dsbt.ivy.home="$TOOLS/ivy" \
     -Dsbt.coursier.home="$TOOLS/coursier" -Dsbt.global.base="$TOOLS/global" \
     -Dsbt.server.forcestart=false -Dsbt.supershell=false -Dsbt.color=false \
-    -jar "$launcher" "$@"
+    -jar "$launcher" "$@" < /dev/null
 }
 
 build_jar() {
