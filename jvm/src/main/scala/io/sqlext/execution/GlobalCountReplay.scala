@@ -3,7 +3,7 @@ package io.sqlext.execution
 import io.sqlext.window.WindowSpec
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, SortOrder, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, SortOrder, UnsafeRow}
 import org.apache.spark.sql.execution.{SortExec, SparkPlan}
 import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.unsafe.types.UTF8String
@@ -33,8 +33,8 @@ object GlobalCountReplay {
     val n = spec.count
     input.mapPartitionsWithIndex { (partition, rows) =>
       val sorted = sorter.createSorter().sort(rows.asInstanceOf[Iterator[UnsafeRow]])
-      val project = layout.outputProjection
-      val joined = new JoinedRow
+      val joiner = layout.outputJoiner
+      val metaProjection = layout.metaProjection
       val values = new Array[Any](layout.meta.length)
       val meta = new GenericInternalRow(values)
       val windowSlots = layout.meta.map(_.name).zipWithIndex.collect {
@@ -51,7 +51,7 @@ object GlobalCountReplay {
         val window: Any = number / n
         windowSlots.foreach(i => values(i) = window)
         number += 1
-        project(joined(row, meta))
+        joiner.join(row.asInstanceOf[UnsafeRow], metaProjection(meta))
       }
     }
   }

@@ -3,6 +3,8 @@ package io.sqlext.execution
 import io.sqlext.window.WindowSpec
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
+import org.apache.spark.sql.catalyst.expressions.codegen.{GenerateUnsafeRowJoiner, UnsafeRowJoiner}
+import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.types._
 
 /**
@@ -62,6 +64,12 @@ final case class ReplayLayout(spec: WindowSpec, input: Seq[Attribute], meta: Seq
     new InterpretedOrdering(bound).asInstanceOf[Ordering[UnsafeRow]]
   }
 
-  def outputProjection: UnsafeProjection =
-    UnsafeProjection.create((input ++ meta).map(_.dataType).toArray)
+  /** Output rows are an input row followed by the firing's columns, concatenated bytewise. */
+  def outputJoiner: UnsafeRowJoiner = GenerateUnsafeRowJoiner.create(
+    DataTypeUtils.fromAttributes(input), DataTypeUtils.fromAttributes(meta))
+
+  def metaProjection: UnsafeProjection = UnsafeProjection.create(meta.map(_.dataType).toArray)
+
+  /** Input rows as UnsafeRows (what Spark operators produce; projected otherwise). */
+  def unsafeInput: UnsafeProjection = UnsafeProjection.create(input.map(_.dataType).toArray)
 }

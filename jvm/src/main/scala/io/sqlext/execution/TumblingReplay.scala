@@ -3,7 +3,7 @@ package io.sqlext.execution
 import io.sqlext.window.{Flush, TumblingPolicy, TumblingWindow, WindowSpec}
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeRow}
 import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.unsafe.types.UTF8String
 
@@ -24,8 +24,9 @@ final class TumblingReplay(
 
   private val keyOf = layout.keyProjection
   private val keyOrdering = layout.keyOrdering
-  private val project = layout.outputProjection
-  private val joined = new JoinedRow
+  private val joiner = layout.outputJoiner
+  private val metaProjection = layout.metaProjection
+  private val toUnsafe = layout.unsafeInput
   private val pending = mutable.Queue.empty[Flush[UnsafeRow, UnsafeRow]]
   private var skipped = 0L
 
@@ -49,7 +50,7 @@ final class TumblingReplay(
     private var currentFile: UTF8String = _
     private var clockEnd = 0L
     private var flush: Flush[UnsafeRow, UnsafeRow] = _
-    private var meta: InternalRow = _
+    private var meta: UnsafeRow = _
     private var position = 0
     private var finished = false
 
@@ -60,7 +61,7 @@ final class TumblingReplay(
 
     override def next(): InternalRow = {
       if (!hasNext) throw new NoSuchElementException
-      val row = project(joined(flush.tuples(position), meta))
+      val row = joiner.join(flush.tuples(position), meta)
       position += 1
       row
     }
@@ -69,7 +70,7 @@ final class TumblingReplay(
     private def advance(): Boolean = {
       if (pending.nonEmpty) {
         flush = pending.dequeue()
-        meta = metaRow(flush)
+        meta = metaProjection(metaRow(flush))
         position = 0
         true
       } else if (finished) {
@@ -88,7 +89,7 @@ final class TumblingReplay(
         if (!row.isNullAt(layout.punctOrdinal) && row.getBoolean(layout.punctOrdinal)) {
           window.punctuate()(emit)
         } else {
-          window.insert(keyOf(row).copy(), row.copy().asInstanceOf[UnsafeRow])(emit)
+          window.insert(keyOf(row).copy(), copyOf(row))(emit)
         }
         return
       }
@@ -108,7 +109,7 @@ final class TumblingReplay(
           currentFile = file.clone()
         case _ =>
       }
-      window.insert(currentKey, row.copy().asInstanceOf[UnsafeRow])(emit)
+      window.insert(currentKey, copyOf(row))(emit)
     }
 
     /** A key's input ended: its last file ends with a punctuation, and the clock runs out. */
@@ -128,6 +129,11 @@ final class TumblingReplay(
           "because their DELTA value or arrival time is NULL")
       }
     }
+  }
+
+  private def copyOf(row: InternalRow): UnsafeRow = row match {
+    case unsafe: UnsafeRow => unsafe.copy()
+    case other => toUnsafe(other).copy()
   }
 
   private def metaRow(f: Flush[UnsafeRow, UnsafeRow]): InternalRow = {

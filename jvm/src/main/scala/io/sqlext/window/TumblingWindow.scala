@@ -50,23 +50,42 @@ final class TumblingWindow[K, T](
 
   def partitionCount: Int = partitions.size
 
+  // Batch replays feed one key after another: remembering the last partition skips a hash
+  // lookup per tuple. Invalidated whenever a partition is removed.
+  private var lastKey: AnyRef = _
+  private var lastBuffer: mutable.ArrayBuffer[T] = _
+
+  private def buffer(key: K): mutable.ArrayBuffer[T] = {
+    if (lastBuffer == null || !(lastKey eq key.asInstanceOf[AnyRef])) {
+      lastBuffer = partitions.getOrElseUpdate(key, mutable.ArrayBuffer.empty[T])
+      lastKey = key.asInstanceOf[AnyRef]
+    }
+    lastBuffer
+  }
+
+  private def remove(key: K): Option[mutable.ArrayBuffer[T]] = {
+    lastBuffer = null
+    lastKey = null
+    partitions.remove(key)
+  }
+
   /** Inserts one tuple into partition `key`, emitting the flush it causes, if any. */
   def insert(key: K, tuple: T)(emit: Flush[K, T] => Unit): Unit = policy match {
     case Count(n) =>
-      val buffer = partitions.getOrElseUpdate(key, mutable.ArrayBuffer.empty[T])
-      buffer += tuple
-      if (buffer.length >= n) flush(key, emit)
+      val tuples = buffer(key)
+      tuples += tuple
+      if (tuples.length >= n) flush(key, emit)
     case Delta(d) =>
-      partitions.get(key) match {
-        // Compared with the OLDEST tuple, strictly; a smaller value never tumbles.
-        case Some(buffer) if buffer.nonEmpty && valueOf(tuple) - valueOf(buffer.head) > d =>
-          flush(key, emit)
-          partitions.getOrElseUpdate(key, mutable.ArrayBuffer.empty[T]) += tuple
-        case _ =>
-          partitions.getOrElseUpdate(key, mutable.ArrayBuffer.empty[T]) += tuple
+      val tuples = buffer(key)
+      // Compared with the OLDEST tuple, strictly; a smaller value never tumbles.
+      if (tuples.nonEmpty && valueOf(tuple) - valueOf(tuples.head) > d) {
+        flush(key, emit)
+        buffer(key) += tuple
+      } else {
+        tuples += tuple
       }
     case Time(_, _) | Punct =>
-      partitions.getOrElseUpdate(key, mutable.ArrayBuffer.empty[T]) += tuple
+      buffer(key) += tuple
   }
 
   /** A window punctuation: flushes every partition holding tuples, in key order. */
@@ -86,7 +105,7 @@ final class TumblingWindow[K, T](
 
   /** Forgets a partition without firing it (batch: its input ended before the window filled). */
   def discard(key: K): Unit = {
-    partitions.remove(key)
+    remove(key)
     flushCounts.remove(key)
   }
 
@@ -96,7 +115,7 @@ final class TumblingWindow[K, T](
   }
 
   private def flush(key: K, emit: Flush[K, T] => Unit): Unit = {
-    val tuples = partitions.remove(key).getOrElse(mutable.ArrayBuffer.empty[T])
+    val tuples = remove(key).getOrElse(mutable.ArrayBuffer.empty[T])
     if (tuples.nonEmpty) {
       val id = flushCounts.getOrElse(key, 0L)
       flushCounts(key) = id + 1
