@@ -5,7 +5,7 @@ import datetime
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oracle import tumbling_firings
+from oracle import aggregate_rows, tumbling_firings
 from windowing import EPOCH, as_multiset, make_view, oracle_shape, sql_firings
 
 SETTINGS = settings(max_examples=20, deadline=None,
@@ -71,3 +71,24 @@ def test_time_replay_matches_oracle(spark, rows, t, partitioned):
 def test_punct_markers_match_oracle(spark, rows, partitioned):
     compare(spark, rows, ("punct_expr",), "PUNCT(marker)", partitioned, "seq",
             punct_of=lambda r: r["marker"])
+
+
+@SETTINGS
+@given(rows=event_rows(), n=st.integers(1, 6), partitioned=st.booleans())
+def test_group_by_inside_windows_matches_oracle(spark, rows, n, partitioned):
+    """GROUP BY splits each firing into one row per group; the window still counts all."""
+    make_view(spark, rows)
+    key = "k" if partitioned else "NULL"
+    over = "OVER (PARTITION BY k ORDER BY seq)" if partitioned else "OVER (ORDER BY seq)"
+    got = sorted(
+        (str(r.p), r.w, r.g, r.n, r.s) for r in spark.sql(f"""
+            SELECT {key} AS p, WINDOW_ID() AS w, seq % 3 AS g, COUNT(*) AS n, SUM(id) AS s
+            FROM events WINDOW TUMBLING COUNT({n}) {over} GROUP BY seq % 3""").collect())
+    firings = tumbling_firings(rows, ("count", n),
+                               partition_by=(lambda r: r["k"]) if partitioned else None,
+                               order_by=lambda r: r["seq"])
+    expected = aggregate_rows(
+        firings, {"n": len, "s": lambda rs: sum(r["id"] for r in rs)},
+        group_by=lambda r: r["seq"] % 3)
+    assert got == sorted((str(e["partition"]), e["window_id"], e["group"], e["n"], e["s"])
+                         for e in expected)
