@@ -65,23 +65,29 @@ def _lower_if_windowed(node: exp.Expression) -> exp.Expression:
 
 
 def _not_supported_yet(node: exp.Expression, what: str) -> WindowSqlError:
-    return error_at_node(node, f"{what} is not supported yet (sql_ext supports batch TUMBLING "
-                               "windows so far)")
+    return error_at_node(node, f"{what} is not supported yet (sql_ext runs batch TUMBLING and "
+                               "SLIDING windows so far)")
 
 
 def _check_supported(window: exp.Expression, model: WindowModel, select: exp.Select) -> None:
-    if model.kind != "TUMBLING":
-        raise _not_supported_yet(window, f"{model.kind} windows")
-    if model.eviction is not None:
-        raise _not_supported_yet(window.args["eviction"], "PARTITION EVICTION")
-    if model.emit:
-        raise _not_supported_yet(window.args["emit"][0], f"EMIT {model.emit[0]}")
+    if model.kind == "TIME_INTERVAL":
+        raise _not_supported_yet(window, "TIME_INTERVAL windows")
     source = select.args["from_"].this
     if isinstance(source, exp.Table) and isinstance(source.this, exp.Anonymous) \
             and source.this.name.upper() == "STREAM":
         raise _not_supported_yet(window, "FROM STREAM(...) (streaming windows)")
-    if model.policy.name == "TIME" and model.order_by is None:
-        raise error_at_node(window, f"{model.policy.text}: a batch TIME policy replays time from "
+    if "INCOMPLETE" in model.emit and model.kind != "SLIDING":
+        emit = window.args["emit"][model.emit.index("INCOMPLETE")]
+        raise error_at_node(emit, "EMIT INCOMPLETE applies to SLIDING windows (a TUMBLING "
+                                  "window only fires when it is full)")
+    if "EVICTED" in model.emit and model.eviction is None:
+        emit = window.args["emit"][model.emit.index("EVICTED")]
+        raise error_at_node(emit, "EMIT EVICTED needs PARTITION EVICTION")
+    clocked = [p for p in (model.policy, model.trigger) if p is not None and p.name == "TIME"]
+    if model.eviction is not None and model.eviction.name == "AGE":
+        clocked.append(model.eviction)
+    if clocked and model.order_by is None:
+        raise error_at_node(window, f"{clocked[0].text}: a batch TIME policy replays time from "
                                     "the arrival order, so it needs OVER (ORDER BY <timestamp>)")
 
 
@@ -93,13 +99,15 @@ def _helper_columns(model: WindowModel, select: exp.Select) -> list[tuple[exp.Ex
     # Ties in arrival order are broken by scan order.
     helpers.append((exp.func("monotonically_increasing_id"), "__sx_seq"))
     policy = model.policy
+    if model.trigger is not None and model.trigger.name == "DELTA":
+        helpers.append((model.trigger.attribute.copy(), "__sx_tdelta"))
     if policy.name == "DELTA":
         helpers.append((policy.attribute.copy(), "__sx_delta"))
     elif policy.name == "PUNCT" and policy.marker is not None:
         helpers.append((exp.func("coalesce", policy.marker.copy(), exp.false()), "__sx_punct"))
     elif policy.name == "PUNCT":
         helpers.append((exp.func("input_file_name"), "__sx_file"))
-    elif policy.name == "TIME":
+    if any(p is not None and p.name == "TIME" for p in (policy, model.trigger)):
         # Ticks are window-wide: every task needs the first and last arrival of all input.
         for fn, name in (("min", "__sx_t0"), ("max", "__sx_tmax")):
             bound = exp.select(exp.func(fn, model.order_by.copy())).from_(
@@ -111,19 +119,28 @@ def _helper_columns(model: WindowModel, select: exp.Select) -> list[tuple[exp.Ex
 
 
 def _spec(model: WindowModel, meta: list[str]) -> dict:
-    policy = model.policy
+    policy, trigger, eviction = model.policy, model.trigger, model.eviction
     name = "punct_expr" if policy.name == "PUNCT" and policy.marker is not None \
         else policy.name.lower()
+    text = policy.text if trigger is None else f"{policy.text} TRIGGER {trigger.text}"
     return {
         "kind": model.kind.lower(),
         "policy": name,
         "count": policy.count,
         "delta": policy.delta,
         "seconds": policy.seconds,
-        "policy_text": policy.text,
+        "policy_text": f"{model.kind} {text}",
         "partition_columns": [f"__sx_p{i}" for i in range(len(model.partition_by))],
         "ordered": model.order_by is not None,
         "meta": meta,
+        "trigger": trigger.name.lower() if trigger else "",
+        "trigger_count": trigger.count if trigger else 0,
+        "trigger_delta": trigger.delta if trigger else 0.0,
+        "trigger_seconds": trigger.seconds if trigger else 0.0,
+        "partition_eviction": eviction.name.lower() if eviction else "",
+        "partition_eviction_value": (eviction.seconds or eviction.count) if eviction else 0,
+        "emit_incomplete": "INCOMPLETE" in model.emit,
+        "emit_evicted": "EVICTED" in model.emit,
     }
 
 

@@ -63,7 +63,7 @@ def test_windowed_query_inside_cte_and_subquery():
     sql = ("WITH w AS (SELECT SUM(x) AS s FROM t WINDOW TUMBLING COUNT(2)) "
            "SELECT * FROM w WHERE s IN (SELECT SUM(y) FROM u WINDOW TUMBLING COUNT(3))")
     out = sql_ext.transpile(sql)
-    assert out.count("SQL_EXT_WINDOW(") == 2 and "TUMBLING" not in out
+    assert out.count("SQL_EXT_WINDOW(") == 2 and "WINDOW TUMBLING" not in out
 
 
 def test_plain_sql_is_untouched():

@@ -1,6 +1,6 @@
 package io.sqlext.execution
 
-import io.sqlext.window.WindowSpec
+import io.sqlext.window.{PartitionEvictionPolicy, SlidingPolicy, WindowSpec}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.expressions.codegen.{GenerateUnsafeRowJoiner, UnsafeRowJoiner}
@@ -25,31 +25,59 @@ final case class ReplayLayout(spec: WindowSpec, input: Seq[Attribute], meta: Seq
   val clockStartOrdinal: Int = ordinal(WindowSpec.ClockStartColumn)
   val clockEndOrdinal: Int = ordinal(WindowSpec.ClockEndColumn)
 
-  private val deltaType: DataType =
-    if (deltaOrdinal >= 0) input(deltaOrdinal).dataType else NullType
+  val triggerOrdinal: Int = ordinal(WindowSpec.TriggerDeltaColumn)
+
+  private def typeAt(i: Int): DataType = if (i >= 0) input(i).dataType else NullType
 
   /** DELTA thresholds are seconds; timestamps are compared in their microseconds. */
-  val deltaThreshold: Double = deltaType match {
-    case TimestampType | TimestampNTZType => spec.delta * 1e6
-    case _ => spec.delta
+  private def threshold(d: Double, dataType: DataType): Double = dataType match {
+    case TimestampType | TimestampNTZType => d * 1e6
+    case _ => d
   }
 
-  /** The DELTA attribute of a row as a double (timestamps in microseconds). */
-  def deltaValue(row: InternalRow): Double = deltaType match {
-    case IntegerType | DateType => row.getInt(deltaOrdinal).toDouble
-    case LongType | TimestampType | TimestampNTZType => row.getLong(deltaOrdinal).toDouble
-    case DoubleType => row.getDouble(deltaOrdinal)
-    case FloatType => row.getFloat(deltaOrdinal).toDouble
-    case ShortType => row.getShort(deltaOrdinal).toDouble
-    case ByteType => row.getByte(deltaOrdinal).toDouble
-    case d: DecimalType => row.getDecimal(deltaOrdinal, d.precision, d.scale).toDouble
-    case other => throw new IllegalStateException(s"DELTA over $other")
-  }
+  val deltaThreshold: Double = threshold(spec.delta, typeAt(deltaOrdinal))
+  val triggerThreshold: Double = threshold(spec.triggerDelta, typeAt(triggerOrdinal))
 
-  /** Rows that cannot be windowed: their DELTA value or replayed arrival time is NULL. */
+  def deltaValue(row: InternalRow): Double = ReplayLayout.numeric(row, deltaOrdinal,
+    typeAt(deltaOrdinal))
+  def triggerValue(row: InternalRow): Double = ReplayLayout.numeric(row, triggerOrdinal,
+    typeAt(triggerOrdinal))
+
+  /** Rows that cannot be windowed: a DELTA value or the replayed arrival time is NULL. */
   def notWindowable(row: InternalRow): Boolean =
     (deltaOrdinal >= 0 && row.isNullAt(deltaOrdinal)) ||
-      (spec.policy == "time" && row.isNullAt(orderOrdinal))
+      (triggerOrdinal >= 0 && row.isNullAt(triggerOrdinal)) ||
+      (spec.usesClock && row.isNullAt(orderOrdinal))
+
+  /** TIME policies replay a clock; ticks and timers need the whole input's time span. */
+  val timeBased: Boolean = spec.policy == "time" || spec.trigger == "time"
+
+  /** One window over all keys: markers and partition eviction act across partitions. */
+  val globalReplay: Boolean = spec.policy == "punct_expr" || spec.partitionEviction.nonEmpty
+
+  def clock(row: InternalRow): Long =
+    if (spec.usesClock) row.getLong(orderOrdinal) else 0L
+  def clockStart(row: InternalRow): Long =
+    if (clockStartOrdinal >= 0) row.getLong(clockStartOrdinal) else 0L
+  def clockEnd(row: InternalRow): Long =
+    if (clockEndOrdinal >= 0) row.getLong(clockEndOrdinal) else 0L
+
+  def isMarker(row: InternalRow): Boolean =
+    punctOrdinal >= 0 && !row.isNullAt(punctOrdinal) && row.getBoolean(punctOrdinal)
+
+  def partitionEviction: Option[PartitionEvictionPolicy] = spec.partitionEviction match {
+    case "age" => Some(PartitionEvictionPolicy.Age(math.ceil(spec.partitionEvictionValue).toLong))
+    case "count" => Some(PartitionEvictionPolicy.Count(spec.partitionEvictionValue.toLong))
+    case "tuples" => Some(PartitionEvictionPolicy.Tuples(spec.partitionEvictionValue.toLong))
+    case _ => None
+  }
+
+  def slidingPolicy(name: String, count: Long, delta: Double, seconds: Double): SlidingPolicy =
+    name match {
+      case "count" => SlidingPolicy.Count(count)
+      case "delta" => SlidingPolicy.Delta(delta)
+      case "time" => SlidingPolicy.Time(ReplayLayout.micros(seconds))
+    }
 
   def arrivalValue(row: InternalRow): Any =
     if (orderOrdinal >= 0) row.get(orderOrdinal, orderType) else null
@@ -72,4 +100,20 @@ final case class ReplayLayout(spec: WindowSpec, input: Seq[Attribute], meta: Seq
 
   /** Input rows as UnsafeRows (what Spark operators produce; projected otherwise). */
   def unsafeInput: UnsafeProjection = UnsafeProjection.create(input.map(_.dataType).toArray)
+}
+
+object ReplayLayout {
+  def micros(seconds: Double): Long = math.round(seconds * 1e6).max(1L)
+
+  /** A numeric or timestamp column as a double (timestamps in microseconds). */
+  def numeric(row: InternalRow, ordinal: Int, dataType: DataType): Double = dataType match {
+    case IntegerType | DateType => row.getInt(ordinal).toDouble
+    case LongType | TimestampType | TimestampNTZType => row.getLong(ordinal).toDouble
+    case DoubleType => row.getDouble(ordinal)
+    case FloatType => row.getFloat(ordinal).toDouble
+    case ShortType => row.getShort(ordinal).toDouble
+    case ByteType => row.getByte(ordinal).toDouble
+    case d: DecimalType => row.getDecimal(ordinal, d.precision, d.scale).toDouble
+    case other => throw new IllegalStateException(s"DELTA over $other")
+  }
 }

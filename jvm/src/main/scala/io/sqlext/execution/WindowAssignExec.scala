@@ -28,17 +28,21 @@ case class WindowAssignExec(
     "numNotWindowed" -> SQLMetrics.createMetric(sparkContext,
       "rows not windowed (NULL delta value or arrival time)"),
     "numFirings" -> SQLMetrics.createMetric(sparkContext, "window firings"),
+    "numEvictedDropped" -> SQLMetrics.createMetric(sparkContext,
+      "tuples of evicted partitions dropped (no EMIT EVICTED)"),
     "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "number of output rows"))
 
   private def column(name: String): Option[Attribute] = inputs.find(_.name == name)
   private def partitionAttrs: Seq[Attribute] = spec.partitionColumns.flatMap(column)
 
-  /** Markers are window-wide, so PUNCT(expr) replays one global arrival order. */
-  private def globalOrder: Boolean = spec.policy == "punct_expr"
+  /** Markers and partition eviction act across partitions: one global arrival order. */
+  private def globalOrder: Boolean =
+    spec.policy == "punct_expr" || spec.partitionEviction.nonEmpty
 
   /** Unpartitioned COUNT numbers its tuples in parallel ([[GlobalCountReplay]]); pane bounds
    *  of a window that straddles two tasks are not known to either, so they need one task. */
-  private def parallelCount: Boolean = spec.policy == "count" && partitionAttrs.isEmpty &&
+  private def parallelCount: Boolean = spec.kind == "tumbling" && spec.policy == "count" &&
+    partitionAttrs.isEmpty && !globalOrder &&
     !spec.meta.exists(m => m == "pane_start" || m == "pane_end")
 
   private def arrivalOrder: Seq[SortOrder] =
@@ -62,16 +66,15 @@ case class WindowAssignExec(
 
   override protected def doExecute(): RDD[InternalRow] = {
     val layout = ReplayLayout(spec, child.output, metaOutput)
-    val notWindowed = longMetric("numNotWindowed")
-    val firings = longMetric("numFirings")
+    val metrics = ReplayMetrics(longMetric("numNotWindowed"), longMetric("numFirings"),
+      longMetric("numEvictedDropped"))
     val outputRows = longMetric("numOutputRows")
     if (parallelCount) {
-      return GlobalCountReplay.execute(spec, layout, arrivalOrder, child, firings)
+      return GlobalCountReplay.execute(spec, layout, arrivalOrder, child, metrics.firings)
         .map { row => outputRows += 1; row }
     }
     child.execute().mapPartitions { rows =>
-      val replay = new TumblingReplay(spec, layout, notWindowed, firings)
-      replay.run(rows).map { row => outputRows += 1; row }
+      new WindowReplay(spec, layout, metrics).run(rows).map { row => outputRows += 1; row }
     }
   }
 

@@ -20,12 +20,26 @@ final case class WindowSpec(
     policyText: String,
     partitionColumns: Seq[String],
     ordered: Boolean,
-    meta: Seq[String])
+    meta: Seq[String],
+    trigger: String = "",
+    triggerCount: Long = 0L,
+    triggerDelta: Double = 0.0,
+    triggerSeconds: Double = 0.0,
+    partitionEviction: String = "",
+    partitionEvictionValue: Double = 0.0,
+    emitIncomplete: Boolean = false,
+    emitEvicted: Boolean = false) {
+
+  /** TIME policies and AGE eviction read the replayed clock (the ORDER BY timestamp). */
+  def usesClock: Boolean =
+    policy == "time" || trigger == "time" || partitionEviction == "age"
+}
 
 object WindowSpec {
   val OrderColumn = "__sx_order"
   val SeqColumn = "__sx_seq"
   val DeltaColumn = "__sx_delta"
+  val TriggerDeltaColumn = "__sx_tdelta"
   val PunctColumn = "__sx_punct"
   val FileColumn = "__sx_file"
   val ClockStartColumn = "__sx_t0"
@@ -50,9 +64,17 @@ object WindowSpec {
       count = (json \ "count").extractOrElse[Long](0L),
       delta = (json \ "delta").extractOrElse[Double](0.0),
       seconds = (json \ "seconds").extractOrElse[Double](0.0),
-      policyText = (json \ "policy_text").extractOrElse[String]("")   ,
+      policyText = (json \ "policy_text").extractOrElse[String](""),
       partitionColumns = (json \ "partition_columns").extractOrElse[Seq[String]](Nil),
       ordered = (json \ "ordered").extractOrElse[Boolean](false),
-      meta = (json \ "meta").extractOrElse[Seq[String]](Nil))
+      meta = (json \ "meta").extractOrElse[Seq[String]](Nil),
+      trigger = (json \ "trigger").extractOrElse[String](""),
+      triggerCount = (json \ "trigger_count").extractOrElse[Long](0L),
+      triggerDelta = (json \ "trigger_delta").extractOrElse[Double](0.0),
+      triggerSeconds = (json \ "trigger_seconds").extractOrElse[Double](0.0),
+      partitionEviction = (json \ "partition_eviction").extractOrElse[String](""),
+      partitionEvictionValue = (json \ "partition_eviction_value").extractOrElse[Double](0.0),
+      emitIncomplete = (json \ "emit_incomplete").extractOrElse[Boolean](false),
+      emitEvicted = (json \ "emit_evicted").extractOrElse[Boolean](false))
   }
 }

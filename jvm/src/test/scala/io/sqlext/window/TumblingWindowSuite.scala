@@ -10,15 +10,15 @@ class TumblingWindowSuite extends AnyFunSuite {
   private type T = (String, Double)
 
   private def run(policy: TumblingPolicy)(drive: (TumblingWindow[String, T],
-      Flush[String, T] => Unit) => Unit): Seq[(String, Long, Seq[Double])] = {
+      Firing[String, T] => Unit) => Unit): Seq[(String, Long, Seq[Double])] = {
     val out = ArrayBuffer.empty[(String, Long, Seq[Double])]
     val window = new TumblingWindow[String, T](policy, _._2, Ordering.String)
     drive(window, f => out += ((f.key, f.windowId, f.tuples.map(_._2).toSeq)))
     out.toSeq
   }
 
-  private def insertAll(w: TumblingWindow[String, T], emit: Flush[String, T] => Unit,
-      tuples: (String, Double)*): Unit = tuples.foreach(t => w.insert(t._1, t)(emit))
+  private def insertAll(w: TumblingWindow[String, T], emit: Firing[String, T] => Unit,
+      tuples: (String, Double)*): Unit = tuples.foreach(t => w.insert(t._1, t, 0L)(emit))
 
   test("count(n) flushes on the n-th tuple, including it, and counts flushes per key") {
     val got = run(TumblingPolicy.Count(2)) { (w, emit) =>
@@ -29,10 +29,10 @@ class TumblingWindowSuite extends AnyFunSuite {
 
   test("count(n) leftovers never fire and the partition is removed after a flush") {
     val w = new TumblingWindow[String, T](TumblingPolicy.Count(3), _._2, Ordering.String)
-    val out = ArrayBuffer.empty[Flush[String, T]]
-    Seq("a" -> 1.0, "a" -> 2.0, "a" -> 3.0).foreach(t => w.insert(t._1, t)(out += _))
+    val out = ArrayBuffer.empty[Firing[String, T]]
+    Seq("a" -> 1.0, "a" -> 2.0, "a" -> 3.0).foreach(t => w.insert(t._1, t, 0L)(out += _))
     assert(out.size == 1 && w.partitionCount == 0)
-    w.insert("a", "a" -> 4.0)(out += _)
+    w.insert("a", "a" -> 4.0, 0L)(out += _)
     assert(w.partitionCount == 1 && out.size == 1)
   }
 
@@ -58,7 +58,7 @@ class TumblingWindowSuite extends AnyFunSuite {
     val got = run(TumblingPolicy.Time(origin = 0, period = 5)) { (w, emit) =>
       Seq(("b", 1L), ("a", 2L), ("a", 5L), ("b", 23L)).foreach { case (k, t) =>
         w.advanceClock(t)(emit)
-        w.insert(k, k -> t.toDouble)(emit)
+        w.insert(k, k -> t.toDouble, t)(emit)
       }
       w.advanceClock(30)(emit)
     }
@@ -69,10 +69,10 @@ class TumblingWindowSuite extends AnyFunSuite {
   test("punct flushes every non-empty partition once; an empty window flushes nothing") {
     val got = run(TumblingPolicy.Punct) { (w, emit) =>
       insertAll(w, emit, "z" -> 1, "a" -> 2)
-      w.punctuate()(emit)
-      w.punctuate()(emit)
+      w.punctuate(0L)(emit)
+      w.punctuate(0L)(emit)
       insertAll(w, emit, "z" -> 3)
-      w.punctuate()(emit)
+      w.punctuate(0L)(emit)
     }
     assert(got == Seq(("a", 0L, Seq(2.0)), ("z", 0L, Seq(1.0)), ("z", 1L, Seq(3.0))))
   }

@@ -35,6 +35,7 @@ object WindowAssign {
     def find(name: String) = child.output.find(_.name == name)
     val orderType = find(WindowSpec.OrderColumn).map(_.dataType).getOrElse(NullType)
     checkTypes(spec, find(WindowSpec.DeltaColumn).map(_.dataType), orderType)
+    checkTypes(spec, find(WindowSpec.TriggerDeltaColumn).map(_.dataType), orderType)
     val fire = AttributeReference(WindowSpec.FireColumn, LongType, nullable = false)()
     val meta = spec.meta.distinct.map { fn =>
       val dataType = fn match {
@@ -55,11 +56,12 @@ object WindowAssign {
         throw SqlExtErrors.analysis(s"${spec.policyText}: the DELTA expression must be numeric " +
           s"or a timestamp, but it is ${other.simpleString}")
     }
-    if (spec.policy == "time") orderType match {
+    if (spec.usesClock) orderType match {
       case TimestampType | TimestampNTZType =>
       case other =>
-        throw SqlExtErrors.analysis(s"${spec.policyText}: a batch TIME policy replays time from " +
-          "the arrival order, so OVER (ORDER BY ...) must name a timestamp" +
+        throw SqlExtErrors.analysis(s"${spec.policyText}: batch TIME policies and PARTITION " +
+          "EVICTION AGE replay time from the arrival order, so OVER (ORDER BY ...) must name " +
+          "a timestamp" +
           (if (other == NullType) ", but there is no ORDER BY" else
             s", but it is ${other.simpleString}"))
     }

@@ -1,0 +1,167 @@
+package io.sqlext.execution
+
+import io.sqlext.window._
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeRow}
+import org.apache.spark.sql.execution.metric.SQLMetric
+import org.apache.spark.unsafe.types.UTF8String
+
+import scala.collection.mutable
+
+/**
+ * Replays one task's tuples, already in arrival order, through a TUMBLING or SLIDING state
+ * machine and yields every tuple of every firing tagged with the firing's columns. In keyed
+ * mode keys arrive one after another, each replayed alone; in global mode (PUNCT(expr) markers,
+ * PARTITION EVICTION) one window sees all keys interleaved in arrival order.
+ */
+final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: ReplayMetrics)
+    extends Logging {
+
+  private type Window = ReplayableWindow[UnsafeRow, UnsafeRow]
+
+  private val keyOf = layout.keyProjection
+  private val keyOrdering = layout.keyOrdering
+  private val joiner = layout.outputJoiner
+  private val metaProjection = layout.metaProjection
+  private val toUnsafe = layout.unsafeInput
+  private val pending = mutable.Queue.empty[Firing[UnsafeRow, UnsafeRow]]
+  private val emit: Firing[UnsafeRow, UnsafeRow] => Unit =
+    f => { pending.enqueue(f); metrics.firings += 1 }
+  private var skipped = 0L
+  private var evicted = 0L
+
+  def run(input: Iterator[InternalRow]): Iterator[InternalRow] = new Iterator[InternalRow] {
+    private var window: Window = _
+    private var currentKey: UnsafeRow = _
+    private var currentFile: UTF8String = _
+    private var clockEnd = 0L
+    private var firing: Firing[UnsafeRow, UnsafeRow] = _
+    private var meta: UnsafeRow = _
+    private var position = 0
+    private var finished = false
+
+    override def hasNext: Boolean = {
+      while ((firing == null || position >= firing.tuples.length) && !advance()) {}
+      firing != null && position < firing.tuples.length
+    }
+
+    override def next(): InternalRow = {
+      if (!hasNext) throw new NoSuchElementException
+      val row = joiner.join(firing.tuples(position), meta)
+      position += 1
+      row
+    }
+
+    /** Takes the next pending firing, replaying input until there is one; false if none yet. */
+    private def advance(): Boolean = {
+      if (pending.nonEmpty) {
+        firing = pending.dequeue()
+        meta = metaProjection(metaRow(firing))
+        position = 0
+        true
+      } else if (finished) {
+        firing = null
+        true
+      } else {
+        if (input.hasNext) consume(input.next()) else finish()
+        false
+      }
+    }
+
+    private def consume(row: InternalRow): Unit = {
+      if (layout.notWindowable(row)) { skipped += 1; metrics.notWindowed += 1; return }
+      val clock = layout.clock(row)
+      if (layout.globalReplay) {
+        if (window == null) { window = newWindow(row); clockEnd = layout.clockEnd(row) }
+        if (layout.timeBased) window.advanceClock(clock)(emit)
+        if (layout.isMarker(row)) window.punctuate(clock)(emit)
+        else window.insert(keyOf(row).copy(), copyOf(row), clock)(emit)
+        return
+      }
+      val key = keyOf(row)
+      if (currentKey == null || key != currentKey) {
+        endOfKey()
+        currentKey = key.copy()
+        window = newWindow(row)
+        currentFile = null
+        clockEnd = layout.clockEnd(row)
+      }
+      if (layout.timeBased) window.advanceClock(clock)(emit)
+      if (spec.policy == "punct") {
+        val file = row.getUTF8String(layout.fileOrdinal)
+        if (currentFile != null && file != currentFile) window.punctuate(clock)(emit)
+        currentFile = file.clone()
+      }
+      window.insert(currentKey, copyOf(row), clock)(emit)
+    }
+
+    /** A key's input ended: its last file ends with a punctuation, and the clock runs out. */
+    private def endOfKey(): Unit = if (window != null && currentKey != null) {
+      if (spec.policy == "punct") window.punctuate(clockEnd)(emit)
+      if (layout.timeBased) window.advanceClock(clockEnd)(emit)
+      evicted += window.evictedTuples
+      window.discard(currentKey)
+    }
+
+    private def finish(): Unit = {
+      if (layout.globalReplay && window != null) {
+        if (layout.timeBased) window.advanceClock(clockEnd)(emit)
+        evicted += window.evictedTuples
+      } else endOfKey()
+      finished = true
+      metrics.evictedDropped += evicted
+      if (skipped > 0) {
+        logWarning(s"sql_ext window ${spec.policyText}: $skipped rows were not windowed " +
+          "because their DELTA value or arrival time is NULL")
+      }
+      if (evicted > 0) {
+        logWarning(s"sql_ext window ${spec.policyText}: PARTITION EVICTION dropped $evicted " +
+          "tuples of evicted partitions (EMIT EVICTED would fire them)")
+      }
+    }
+  }
+
+  private def newWindow(firstRow: InternalRow): Window = {
+    val origin = layout.clockStart(firstRow)
+    val eviction = layout.partitionEviction
+    if (spec.kind == "sliding") {
+      new SlidingWindow[UnsafeRow, UnsafeRow](
+        layout.slidingPolicy(spec.policy, spec.count, layout.deltaThreshold, spec.seconds),
+        layout.slidingPolicy(spec.trigger, spec.triggerCount, layout.triggerThreshold,
+          spec.triggerSeconds),
+        r => layout.deltaValue(r), r => layout.triggerValue(r), keyOrdering, origin,
+        spec.emitIncomplete, eviction, spec.emitEvicted)
+    } else {
+      val policy = spec.policy match {
+        case "count" => TumblingPolicy.Count(spec.count)
+        case "delta" => TumblingPolicy.Delta(layout.deltaThreshold)
+        case "time" => TumblingPolicy.Time(origin, ReplayLayout.micros(spec.seconds))
+        case "punct" | "punct_expr" => TumblingPolicy.Punct
+      }
+      new TumblingWindow[UnsafeRow, UnsafeRow](
+        policy, r => layout.deltaValue(r), keyOrdering, eviction, spec.emitEvicted)
+    }
+  }
+
+  private def copyOf(row: InternalRow): UnsafeRow = row match {
+    case unsafe: UnsafeRow => unsafe.copy()
+    case other => toUnsafe(other).copy()
+  }
+
+  private def metaRow(f: Firing[UnsafeRow, UnsafeRow]): InternalRow = {
+    val values = layout.meta.map(_.name).map {
+      case WindowSpec.FireColumn | "__sx_wid" => f.windowId
+      case "__sx_pstart" => layout.arrivalValue(f.tuples.head)
+      case "__sx_pend" => layout.arrivalValue(f.tuples.last)
+      case "__sx_timing" => UTF8String.fromString("ON_TIME")
+      case "__sx_pidx" => 0L
+      case "__sx_event" => UTF8String.fromString(f.event)
+    }
+    new GenericInternalRow(values.toArray[Any])
+  }
+}
+
+/** The operator's metrics a replay updates. */
+final case class ReplayMetrics(notWindowed: SQLMetric, firings: SQLMetric,
+    evictedDropped: SQLMetric)

@@ -1,0 +1,41 @@
+package io.sqlext.window
+
+/**
+ * One firing of one partition: the tuples in arrival order, the key's window number, and what
+ * caused it: "FLUSH" (tumbling), "TRIGGER" (sliding) or "EVICTED" (EMIT EVICTED).
+ */
+final case class Firing[K, T](
+    key: K,
+    windowId: Long,
+    tuples: scala.collection.IndexedSeq[T],
+    event: String)
+
+object Firing {
+  val Flush = "FLUSH"
+  val Trigger = "TRIGGER"
+  val Evicted = "EVICTED"
+}
+
+/**
+ * What a batch replay or a streaming processor drives. `clock` is the arrival time in the
+ * window's clock unit (microseconds in batch replay), used by TIME policies and AGE eviction.
+ * Every method reports only firings that produce output (non-empty, and for sliding windows
+ * initially full unless EMIT INCOMPLETE).
+ */
+trait ReplayableWindow[K, T] {
+  def insert(key: K, tuple: T, clock: Long)(emit: Firing[K, T] => Unit): Unit
+
+  /** A window punctuation (PUNCT policies). */
+  def punctuate(clock: Long)(emit: Firing[K, T] => Unit): Unit
+
+  /** Time passes: timers due at or before `now` fire (TIME policies). */
+  def advanceClock(now: Long)(emit: Firing[K, T] => Unit): Unit
+
+  def partitionCount: Int
+
+  /** Batch: the key's input ended; forget its partition without firing it. */
+  def discard(key: K): Unit
+
+  /** Tuples of evicted partitions that were dropped (no EMIT EVICTED). */
+  def evictedTuples: Long
+}

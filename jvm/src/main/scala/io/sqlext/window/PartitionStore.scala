@@ -1,0 +1,118 @@
+package io.sqlext.window
+
+import scala.collection.mutable
+
+/**
+ * Partitions of one window: tuple buffers in arrival order, per-key firing numbers, the
+ * window-wide tuple total and, with PARTITION EVICTION, recency and victim eviction. Shared by
+ * the tumbling and sliding state machines.
+ */
+final class PartitionStore[K, T](
+    keyOrder: Ordering[K],
+    eviction: Option[PartitionEvictionPolicy],
+    emitEvicted: Boolean) {
+
+  private val partitions = mutable.LinkedHashMap.empty[K, mutable.ArrayDeque[T]]
+  private val firingCounts = mutable.HashMap.empty[K, Long]
+  private val recency = eviction.map(new PartitionRecency[K](_))
+  private var total = 0L
+  private var dropped = 0L
+  /** Called with the key of every partition that eviction removes (its policy state goes). */
+  var onEvicted: K => Unit = _ => ()
+
+  // Batch replays feed one key after another: remembering the last partition skips a hash
+  // lookup per tuple. Invalidated whenever a partition is removed.
+  private var lastKey: AnyRef = _
+  private var lastBuffer: mutable.ArrayDeque[T] = _
+
+  def partitionCount: Int = partitions.size
+  def totalTuples: Long = total
+  def evictedTuples: Long = dropped
+  def contains(key: K): Boolean = partitions.contains(key)
+  def size(key: K): Int = partitions.get(key).map(_.length).getOrElse(0)
+  def keysInOrder: Seq[K] = partitions.keys.toSeq.sorted(keyOrder)
+
+  /** The buffer of `key`, created empty if absent. */
+  def tuples(key: K): mutable.ArrayDeque[T] = {
+    if (lastBuffer == null || !(lastKey eq key.asInstanceOf[AnyRef])) {
+      lastBuffer = partitions.getOrElseUpdate(key, mutable.ArrayDeque.empty[T])
+      lastKey = key.asInstanceOf[AnyRef]
+    }
+    lastBuffer
+  }
+
+  /** Appends a tuple, then runs the count-type partition eviction checks. */
+  def append(key: K, tuple: T, clock: Long, emit: Firing[K, T] => Unit): Unit = {
+    tuples(key).append(tuple)
+    total += 1
+    recency.foreach { r =>
+      r.touched(key, PartitionRecency.secondOf(clock))
+      evict(r.overLimit(partitions.size, total, size), emit)
+    }
+  }
+
+  /** A tuple left a partition (sliding eviction); the partition may be removed when empty. */
+  def removeOldest(key: K, removeIfEmpty: Boolean): T = {
+    val buffer = tuples(key)
+    val tuple = buffer.removeHead()
+    total -= 1
+    if (removeIfEmpty && buffer.isEmpty) remove(key)
+    tuple
+  }
+
+  def removeWhere(key: K)(evicts: T => Boolean): Int = {
+    val buffer = tuples(key)
+    val before = buffer.length
+    buffer.filterInPlace(t => !evicts(t))
+    total -= before - buffer.length
+    before - buffer.length
+  }
+
+  /** The age check, before a tuple, a punctuation or a tick at `clock`. */
+  def checkAge(clock: Long, emit: Firing[K, T] => Unit): Unit =
+    recency.foreach(r => evict(r.aged(PartitionRecency.secondOf(clock)), emit))
+
+  /** Fires the partition's content (a copy for sliding triggers, the buffer when it goes). */
+  def fire(key: K, event: String, emit: Firing[K, T] => Unit, keep: Boolean): Unit = {
+    val content = if (keep) partitions.get(key).map(_.clone()) else remove(key)
+    content.filter(_.nonEmpty).foreach { tuples =>
+      if (keep) { total -= tuples.length; partitions(key).clear() }
+      emit(Firing(key, nextId(key), tuples, event))
+    }
+  }
+
+  /** A sliding trigger: the current content, which stays. */
+  def snapshot(key: K): scala.collection.IndexedSeq[T] =
+    partitions.get(key).map(_.toIndexedSeq).getOrElse(IndexedSeq.empty)
+
+  def nextId(key: K): Long = {
+    val id = firingCounts.getOrElse(key, 0L)
+    firingCounts(key) = id + 1
+    id
+  }
+
+  /** Batch: the key's input ended; forget it entirely. */
+  def discard(key: K): Unit = {
+    remove(key)
+    firingCounts.remove(key)
+  }
+
+  def remove(key: K): Option[mutable.ArrayDeque[T]] = {
+    lastBuffer = null
+    lastKey = null
+    recency.foreach(_.forget(key))
+    val removed = partitions.remove(key)
+    removed.foreach(b => total -= b.length)
+    removed
+  }
+
+  private def evict(victims: Seq[K], emit: Firing[K, T] => Unit): Unit = {
+    victims.sorted(keyOrder).foreach { key =>
+      remove(key).filter(_.nonEmpty).foreach { tuples =>
+        if (emitEvicted) emit(Firing(key, nextId(key), tuples, Firing.Evicted))
+        else dropped += tuples.length
+      }
+      onEvicted(key)
+    }
+  }
+}
