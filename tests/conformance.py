@@ -68,3 +68,98 @@ def case_rows_and_policy(case):
     else:
         raise AssertionError(f"unexpected policy in runnable case: {eviction}")
     return rows, policy, kwargs
+
+
+# Sliding and partition-eviction cases (the sliding and eviction oracles and SQL tests).
+
+AT = "__at"  # arrival timestamp column added to rows of cases with "at" events
+
+
+def at_seconds(seconds):
+    return EPOCH + datetime.timedelta(seconds=seconds)
+
+
+def case_policy(spec):
+    """A conformance policy dict as an oracle tuple; "name(timestamp)" attributes unsupported."""
+    if spec["type"] == "count":
+        return ("count", spec["size"])
+    if spec["type"] == "time":
+        return ("time", spec["seconds"])
+    if spec["type"] == "delta" and not spec["attribute"].endswith(")"):
+        return ("delta", spec["attribute"], spec["delta"])
+    raise AssertionError(f"unexpected policy {spec}")
+
+
+def case_partition_eviction(spec):
+    kind = {"partitionCount": "count", "tupleCount": "tuples", "partitionAge": "age"}
+    value = spec["age"] if spec["type"] == "partitionAge" else spec["count"]
+    return (kind[spec["type"]], value)
+
+
+def expressible(case):
+    """Sliding and partition-eviction cases that a batch replay can express.
+
+    Why the filter: "at" becomes an arrival timestamp and "clock" events vanish, which is
+    exact for time EVICTION (evictions are only seen by later tuples). It is not for a time
+    TRIGGER whose reference ticks run from window start rather than the first arrival, or
+    that ticks after the last tuple; checkpoint/reset/punct inputs are not modelled here.
+    """
+    window = case["window"]
+    if window["kind"] == "tumbling":
+        eviction = window.get("partitionEviction")
+        return eviction is not None and eviction.get("how", "LRU") == "LRU" \
+            and all(set(event) == {"tuple"} for event in case["input"])
+    if window["kind"] != "sliding" or "partitionEviction" in window:
+        return False
+    if not all(set(event) <= {"tuple", "at", "clock"} for event in case["input"]):
+        return False
+    if window["trigger"]["type"] == "time":
+        times = [event.get("at", event.get("clock")) for event in case["input"]]
+        tuple_times = [event["at"] for event in case["input"] if "tuple" in event]
+        return min(tuple_times) == 0 and max(times) == max(tuple_times)
+    return True
+
+
+ALL_CASES = json.loads(CASES_PATH.read_text())
+SLIDING = [c for c in ALL_CASES if c["window"]["kind"] == "sliding" and expressible(c)]
+EVICTING = [c for c in ALL_CASES if c["window"]["kind"] == "tumbling" and expressible(c)]
+
+
+def case_rows_and_kwargs(case):
+    """Rows (tuple dicts, plus AT = EPOCH + at when timed) and oracle keyword arguments."""
+    timed = any("at" in event for event in case["input"])
+    rows = []
+    for event in case["input"]:
+        if "tuple" in event:
+            row = dict(event["tuple"])
+            if timed:
+                row[AT] = at_seconds(event["at"])
+            rows.append(row)
+    window = case["window"]
+    kwargs = {}
+    if timed:
+        kwargs["order_by"] = lambda row: row[AT]
+    if window.get("partitioned"):
+        kwargs["partition_by"] = lambda row, key=window["partitionBy"]: row[key]
+    if "partitionEviction" in window:
+        kwargs["partition_eviction"] = case_partition_eviction(window["partitionEviction"])
+    return rows, kwargs
+
+
+def expected_triggers(case, emit_incomplete):
+    """(partition, window_id, ids) the SQL shows, per partition, from the reference events.
+
+    Window ids count every trigger of the key; only non-empty triggers after the key's
+    initialFull are shown unless emit_incomplete (semantics.md 7, sql.md 3).
+    """
+    full, counts, shown = set(), {}, {}
+    for event in case["expected"]:
+        key = event.get("partition")
+        if event["event"] == "initialFull":
+            full.add(key)
+        elif event["event"] == "trigger":
+            index = counts.get(key, 0)
+            counts[key] = index + 1
+            if event["tuples"] and (emit_incomplete or key in full):
+                shown.setdefault(key, []).append((key, index, event["tuples"]))
+    return shown

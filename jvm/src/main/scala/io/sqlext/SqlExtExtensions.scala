@@ -2,6 +2,7 @@ package io.sqlext
 
 import io.sqlext.analysis.WindowTableFunction
 import io.sqlext.execution.WindowStrategy
+import io.sqlext.optimizer.IncrementalWindowAggregate
 import io.sqlext.parser.RewritingParser
 import org.apache.spark.sql.SparkSessionExtensions
 
@@ -12,7 +13,9 @@ class SqlExtExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectParser((_, delegate) => new RewritingParser(delegate))
     // Analysis: the rewriter's target, sql_ext_window(TABLE(...), spec), becomes WindowAssign.
     extensions.injectTableFunction(WindowTableFunction.registration)
-    // Planning: WindowAssign runs as WindowAssignExec.
+    // Optimization: sliding windows with incremental aggregates emit one row per firing.
+    extensions.injectOptimizerRule(_ => IncrementalWindowAggregate)
+    // Planning: WindowAssign runs as WindowAssignExec, WindowAggregate as WindowAggregateExec.
     extensions.injectPlannerStrategy(_ => WindowStrategy)
   }
 }

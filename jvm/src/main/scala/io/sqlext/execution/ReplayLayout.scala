@@ -66,7 +66,8 @@ final case class ReplayLayout(spec: WindowSpec, input: Seq[Attribute], meta: Seq
     punctOrdinal >= 0 && !row.isNullAt(punctOrdinal) && row.getBoolean(punctOrdinal)
 
   def partitionEviction: Option[PartitionEvictionPolicy] = spec.partitionEviction match {
-    case "age" => Some(PartitionEvictionPolicy.Age(math.ceil(spec.partitionEvictionValue).toLong))
+    // Whole seconds, as the reference's recency list keeps them.
+    case "age" => Some(PartitionEvictionPolicy.Age(spec.partitionEvictionValue.toLong))
     case "count" => Some(PartitionEvictionPolicy.Count(spec.partitionEvictionValue.toLong))
     case "tuples" => Some(PartitionEvictionPolicy.Tuples(spec.partitionEvictionValue.toLong))
     case _ => None

@@ -4,7 +4,7 @@ import io.sqlext.window.WindowSpec
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
-import org.apache.spark.sql.catalyst.plans.physical._
+import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 
@@ -18,7 +18,7 @@ case class WindowAssignExec(
     spec: WindowSpec,
     inputs: Seq[Attribute],
     metaOutput: Seq[Attribute],
-    child: SparkPlan) extends UnaryExecNode {
+    child: SparkPlan) extends UnaryExecNode with WindowInputRequirements {
 
   override def output: Seq[Attribute] = child.output ++ metaOutput
 
@@ -32,35 +32,11 @@ case class WindowAssignExec(
       "tuples of evicted partitions dropped (no EMIT EVICTED)"),
     "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "number of output rows"))
 
-  private def column(name: String): Option[Attribute] = inputs.find(_.name == name)
-  private def partitionAttrs: Seq[Attribute] = spec.partitionColumns.flatMap(column)
-
-  /** Markers and partition eviction act across partitions: one global arrival order. */
-  private def globalOrder: Boolean =
-    spec.policy == "punct_expr" || spec.partitionEviction.nonEmpty
-
   /** Unpartitioned COUNT numbers its tuples in parallel ([[GlobalCountReplay]]); pane bounds
    *  of a window that straddles two tasks are not known to either, so they need one task. */
-  private def parallelCount: Boolean = spec.kind == "tumbling" && spec.policy == "count" &&
-    partitionAttrs.isEmpty && !globalOrder &&
+  override protected def parallelCount: Boolean = spec.kind == "tumbling" &&
+    spec.policy == "count" && keyAttrs.isEmpty && !globalOrder &&
     !spec.meta.exists(m => m == "pane_start" || m == "pane_end")
-
-  private def arrivalOrder: Seq[SortOrder] =
-    (column(WindowSpec.OrderColumn).toSeq ++ column(WindowSpec.SeqColumn))
-      .map(SortOrder(_, Ascending))
-
-  override def requiredChildDistribution: Seq[Distribution] =
-    if (parallelCount) OrderedDistribution(arrivalOrder) :: Nil
-    else if (globalOrder || partitionAttrs.isEmpty) AllTuples :: Nil
-    else ClusteredDistribution(partitionAttrs) :: Nil
-
-  override def requiredChildOrdering: Seq[Seq[SortOrder]] = {
-    val keys = if (globalOrder) Nil else partitionAttrs
-    val file = if (spec.policy == "punct") column(WindowSpec.FileColumn).toSeq else Nil
-    // The parallel count sorts inside its tasks, after counting the unsorted rows.
-    if (parallelCount) Seq(Nil)
-    else ((keys ++ file).map(SortOrder(_, Ascending)) ++ arrivalOrder) :: Nil
-  }
 
   override def outputPartitioning: Partitioning = child.outputPartitioning
 

@@ -1,6 +1,6 @@
 package io.sqlext.execution
 
-import io.sqlext.plans.logical.WindowAssign
+import io.sqlext.plans.logical.{WindowAggregate, WindowAssign}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
 
@@ -9,6 +9,9 @@ object WindowStrategy extends SparkStrategy {
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
     case WindowAssign(spec, inputs, meta, child) =>
       WindowAssignExec(spec, inputs, meta, planLater(child)) :: Nil
+    case WindowAggregate(spec, inputs, keys, meta, kinds, aggInputs, aggOutput, child) =>
+      WindowAggregateExec(spec, inputs, keys, meta, kinds, aggInputs, aggOutput,
+        planLater(child)) :: Nil
     case _ => Nil
   }
 }

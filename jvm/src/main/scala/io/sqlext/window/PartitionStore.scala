@@ -19,6 +19,8 @@ final class PartitionStore[K, T](
   private var dropped = 0L
   /** Called with the key of every partition that eviction removes (its policy state goes). */
   var onEvicted: K => Unit = _ => ()
+  /** Follows every change of the buffers (the incremental aggregates). */
+  var listener: Option[StoreListener[K, T]] = None
 
   // Batch replays feed one key after another: remembering the last partition skips a hash
   // lookup per tuple. Invalidated whenever a partition is removed.
@@ -45,6 +47,7 @@ final class PartitionStore[K, T](
   def append(key: K, tuple: T, clock: Long, emit: Firing[K, T] => Unit): Unit = {
     tuples(key).append(tuple)
     total += 1
+    listener.foreach(_.appended(key, tuple))
     recency.foreach { r =>
       r.touched(key, PartitionRecency.secondOf(clock))
       evict(r.overLimit(partitions.size, total, size), emit)
@@ -56,6 +59,7 @@ final class PartitionStore[K, T](
     val buffer = tuples(key)
     val tuple = buffer.removeHead()
     total -= 1
+    listener.foreach(_.removedOldest(key))
     if (removeIfEmpty && buffer.isEmpty) remove(key)
     tuple
   }
@@ -65,6 +69,7 @@ final class PartitionStore[K, T](
     val before = buffer.length
     buffer.filterInPlace(t => !evicts(t))
     total -= before - buffer.length
+    if (buffer.length != before) listener.foreach(_.filtered(key, buffer))
     before - buffer.length
   }
 
@@ -76,14 +81,19 @@ final class PartitionStore[K, T](
   def fire(key: K, event: String, emit: Firing[K, T] => Unit, keep: Boolean): Unit = {
     val content = if (keep) partitions.get(key).map(_.clone()) else remove(key)
     content.filter(_.nonEmpty).foreach { tuples =>
-      if (keep) { total -= tuples.length; partitions(key).clear() }
+      if (keep) {
+        total -= tuples.length
+        partitions(key).clear()
+        listener.foreach(_.filtered(key, Nil))
+      }
       emit(Firing(key, nextId(key), tuples, event))
     }
   }
 
-  /** A sliding trigger: the current content, which stays. */
-  def snapshot(key: K): scala.collection.IndexedSeq[T] =
-    partitions.get(key).map(_.toIndexedSeq).getOrElse(IndexedSeq.empty)
+  /** A sliding trigger: the current content, which stays (a copy, or the live buffer for
+   *  callers that read it before the next change). */
+  def snapshot(key: K, copy: Boolean): scala.collection.IndexedSeq[T] =
+    partitions.get(key).map(b => if (copy) b.toIndexedSeq else b).getOrElse(IndexedSeq.empty)
 
   def nextId(key: K): Long = {
     val id = firingCounts.getOrElse(key, 0L)
@@ -103,6 +113,7 @@ final class PartitionStore[K, T](
     recency.foreach(_.forget(key))
     val removed = partitions.remove(key)
     removed.foreach(b => total -= b.length)
+    if (removed.isDefined) listener.foreach(_.removed(key))
     removed
   }
 
@@ -115,4 +126,12 @@ final class PartitionStore[K, T](
       onEvicted(key)
     }
   }
+}
+
+/** Observes a [[PartitionStore]]'s buffers. */
+trait StoreListener[K, T] {
+  def appended(key: K, tuple: T): Unit
+  def removedOldest(key: K): Unit
+  def filtered(key: K, remaining: Iterable[T]): Unit
+  def removed(key: K): Unit
 }

@@ -17,11 +17,13 @@ object SlidingPolicy {
  * The SPL sliding window: the per-tuple order of operations of semantics.md 3.1 (a DELTA
  * trigger sees the window before the new tuple; a COUNT trigger after), initialFull per
  * eviction policy, and the Aggregate rule that a trigger before the partition is initially full
- * produces nothing unless `emitIncomplete`. `windowId` numbers every trigger of a key, output
- * or not.
+ * produces nothing unless `emitIncomplete`. `windowId` numbers every non-empty trigger of a
+ * key, output or not.
  *
  * @param evictValueOf the DELTA eviction attribute; @param triggerValueOf the DELTA trigger's
  * @param tickOrigin first TIME trigger tick is tickOrigin + trigger size
+ * @param copyOnTrigger false: a trigger hands over the live buffer, for a caller that reads
+ *   it at once (the incremental aggregates), instead of a copy of the window
  */
 final class SlidingWindow[K, T](
     eviction: SlidingPolicy,
@@ -32,7 +34,8 @@ final class SlidingWindow[K, T](
     tickOrigin: Long = 0L,
     emitIncomplete: Boolean = false,
     partitionEviction: Option[PartitionEvictionPolicy] = None,
-    emitEvicted: Boolean = false) extends ReplayableWindow[K, T] {
+    emitEvicted: Boolean = false,
+    copyOnTrigger: Boolean = true) extends ReplayableWindow[K, T] {
   import SlidingPolicy._
 
   private val store = new PartitionStore[K, T](keyOrder, partitionEviction, emitEvicted)
@@ -49,6 +52,8 @@ final class SlidingWindow[K, T](
     stamps.remove(key) }
 
   override def partitionCount: Int = store.partitionCount
+
+  def listen(listener: StoreListener[K, T]): Unit = store.listener = Some(listener)
   override def evictedTuples: Long = store.evictedTuples
 
   override def insert(key: K, tuple: T, clock: Long)(emit: Firing[K, T] => Unit): Unit = {
@@ -128,11 +133,11 @@ final class SlidingWindow[K, T](
     case _ =>
   }
 
-  private def fireTrigger(key: K, emit: Firing[K, T] => Unit): Unit = {
+  /** An empty trigger fires nothing and takes no window number. */
+  private def fireTrigger(key: K, emit: Firing[K, T] => Unit): Unit = if (store.size(key) > 0) {
     val id = store.nextId(key)
     if (full.contains(key) || emitIncomplete) {
-      val content = store.snapshot(key)
-      if (content.nonEmpty) emit(Firing(key, id, content, Firing.Trigger))
+      emit(Firing(key, id, store.snapshot(key, copyOnTrigger), Firing.Trigger))
     }
   }
 

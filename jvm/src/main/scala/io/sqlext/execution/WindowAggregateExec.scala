@@ -1,0 +1,47 @@
+package io.sqlext.execution
+
+import io.sqlext.window.WindowSpec
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions._
+import org.apache.spark.sql.catalyst.plans.physical._
+import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+
+/** Batch driver of [[io.sqlext.plans.logical.WindowAggregate]] ([[AggregateReplay]]). */
+case class WindowAggregateExec(
+    spec: WindowSpec,
+    inputs: Seq[Attribute],
+    partitionAttrs: Seq[Attribute],
+    metaOutput: Seq[Attribute],
+    kinds: Seq[String],
+    aggregateInputs: Seq[Expression],
+    aggregateOutput: Seq[Attribute],
+    child: SparkPlan) extends UnaryExecNode with WindowInputRequirements {
+
+  override def output: Seq[Attribute] = partitionAttrs ++ metaOutput ++ aggregateOutput
+
+  override def producedAttributes: AttributeSet = AttributeSet(metaOutput ++ aggregateOutput)
+
+  override lazy val metrics: Map[String, SQLMetric] = Map(
+    "numNotWindowed" -> SQLMetrics.createMetric(sparkContext,
+      "rows not windowed (NULL delta value or arrival time)"),
+    "numFirings" -> SQLMetrics.createMetric(sparkContext, "window firings"),
+    "numEvictedDropped" -> SQLMetrics.createMetric(sparkContext,
+      "tuples of evicted partitions dropped (no EMIT EVICTED)"))
+
+  override def outputPartitioning: Partitioning = child.outputPartitioning
+
+  override protected def doExecute(): RDD[InternalRow] = {
+    val layout = ReplayLayout(spec, child.output, metaOutput)
+    val metrics = ReplayMetrics(longMetric("numNotWindowed"), longMetric("numFirings"),
+      longMetric("numEvictedDropped"))
+    val types = aggregateOutput.map(_.dataType)
+    child.execute().mapPartitions { rows =>
+      new AggregateReplay(spec, layout, kinds, aggregateInputs, types, metrics).run(rows)
+    }
+  }
+
+  override protected def withNewChildInternal(newChild: SparkPlan): WindowAggregateExec =
+    copy(child = newChild)
+}

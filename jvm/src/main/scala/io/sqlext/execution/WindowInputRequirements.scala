@@ -1,0 +1,42 @@
+package io.sqlext.execution
+
+import io.sqlext.window.WindowSpec
+import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, SortOrder}
+import org.apache.spark.sql.catalyst.plans.physical._
+import org.apache.spark.sql.execution.SparkPlan
+
+/**
+ * How a window operator wants its input: clustered by partition key and sorted into arrival
+ * order, so each task replays its keys one after another; or, when events act across
+ * partitions (PUNCT(expr) markers, PARTITION EVICTION), all tuples in one arrival order.
+ */
+trait WindowInputRequirements { self: SparkPlan =>
+  def spec: WindowSpec
+  def inputs: Seq[Attribute]
+
+  protected def column(name: String): Option[Attribute] = inputs.find(_.name == name)
+  protected def keyAttrs: Seq[Attribute] = spec.partitionColumns.flatMap(column)
+
+  /** Markers and partition eviction act across partitions: one global arrival order. */
+  protected def globalOrder: Boolean =
+    spec.policy == "punct_expr" || spec.partitionEviction.nonEmpty
+
+  /** An operator that numbers its tuples in parallel sorts inside its tasks. */
+  protected def parallelCount: Boolean = false
+
+  protected def arrivalOrder: Seq[SortOrder] =
+    (column(WindowSpec.OrderColumn).toSeq ++ column(WindowSpec.SeqColumn))
+      .map(SortOrder(_, Ascending))
+
+  override def requiredChildDistribution: Seq[Distribution] =
+    if (parallelCount) OrderedDistribution(arrivalOrder) :: Nil
+    else if (globalOrder || keyAttrs.isEmpty) AllTuples :: Nil
+    else ClusteredDistribution(keyAttrs) :: Nil
+
+  override def requiredChildOrdering: Seq[Seq[SortOrder]] = {
+    val keys = if (globalOrder) Nil else keyAttrs
+    val file = if (spec.policy == "punct") column(WindowSpec.FileColumn).toSeq else Nil
+    if (parallelCount) Seq(Nil)
+    else ((keys ++ file).map(SortOrder(_, Ascending)) ++ arrivalOrder) :: Nil
+  }
+}
