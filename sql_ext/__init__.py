@@ -5,11 +5,12 @@
 """
 
 from sql_ext.errors import WindowSqlError
-from sql_ext.metrics import not_windowed_rows
+from sql_ext.metrics import not_windowed_rows, window_metrics
 from sql_ext.rewrite import rewrite as transpile
 from sql_ext.session import configure, session
 from sql_ext.udaf import udaf
 
 __all__ = [
     "WindowSqlError", "configure", "not_windowed_rows", "session", "transpile", "udaf",
+    "window_metrics",
 ]

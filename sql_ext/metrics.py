@@ -4,10 +4,25 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
+NAMES = {
+    "numNotWindowed": "not_windowed_rows",
+    "numFirings": "firings",
+    "numEvictedDropped": "evicted_tuples_dropped",
+    "peakPartitions": "peak_partitions",
+    "numOutputRows": "output_rows",
+}
+
+
+def window_metrics(frame: DataFrame) -> dict:
+    """The window operators' metrics of an executed query: not_windowed_rows (NULL DELTA value
+    or arrival time), firings, evicted_tuples_dropped (PARTITION EVICTION without EMIT
+    EVICTED), peak_partitions (alive at once in one task) and output_rows."""
+    jvm = frame.sparkSession.sparkContext._jvm
+    values = jvm.io.sqlext.execution.WindowMetrics.of(frame._jdf.queryExecution())
+    return {NAMES.get(k, k): int(v) for k, v in dict(values).items()}
+
 
 def not_windowed_rows(frame: DataFrame) -> int:
-    """How many input rows of an executed windowed query were not windowed (NULL DELTA value or
-    NULL arrival time of a replayed TIME policy). Each task also logs its count."""
-    jvm = frame.sparkSession.sparkContext._jvm
-    return int(jvm.io.sqlext.execution.WindowMetrics.notWindowedRows(
-        frame._jdf.queryExecution()))
+    """How many input rows of an executed windowed query were not windowed. Each task also
+    logs its count."""
+    return window_metrics(frame).get("not_windowed_rows", 0)

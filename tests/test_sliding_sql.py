@@ -5,7 +5,9 @@ copying plan (COLLECT_LIST) and the incremental one (SUM, COUNT, MIN, MAX, AVG).
 import math
 
 import pytest
-from conformance import AT, EVICTING, SLIDING, case_rows_and_kwargs, expected_triggers
+from conformance import (
+    AT, EVICTING, SLIDING, at_seconds, case_rows_and_kwargs, expected_triggers,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 from oracle_eviction import tumbling_eviction_result
@@ -156,3 +158,20 @@ def test_sliding_partition_eviction_matches_oracle(spark, rows, eviction, emit_e
                "ARRAY_SORT(COLLECT_LIST(id)) AS ids")
     assert sorted((str(r.p), r.w, tuple(r.ids), r.ps, r.pe, r.e) for r in got) == \
         _oracle_shape(result["firings"])
+
+
+def test_partition_eviction_bounds_partitions_and_counts_dropped_tuples(spark):
+    """PARTITION EVICTION COUNT(10) over 1,000 keys keeps at most 10 partitions alive, and the
+    tuples of evicted partitions are counted, not silently lost."""
+    import sql_ext
+
+    rows = [{"id": i, "k": str(i % 1000), "ts": None} for i in range(5000)]
+    for row in rows:
+        row["ts"] = at_seconds(row["id"])
+    make_view(spark, rows)
+    frame = spark.sql("SELECT k, COUNT(*) AS n FROM events WINDOW TUMBLING COUNT(5) "
+                      "OVER (PARTITION BY k ORDER BY ts) PARTITION EVICTION COUNT(10)")
+    assert frame.collect() == []  # every key is evicted before its fifth tuple
+    metrics = sql_ext.window_metrics(frame)
+    assert metrics["peak_partitions"] == 10
+    assert metrics["evicted_tuples_dropped"] == 5000 - 10  # the last 10 partitions stay open

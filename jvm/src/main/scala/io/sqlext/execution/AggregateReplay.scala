@@ -121,6 +121,7 @@ final class AggregateReplay(
       if (layout.globalReplay) {
         if (window == null) { window = newWindow(row); clockEnd = layout.clockEnd(row) }
         window.insert(key.copy(), compact(row), clock)(emit)
+        metrics.sawPartitions(window.partitionCount)
         return
       }
       if (currentKey == null || key != currentKey) {

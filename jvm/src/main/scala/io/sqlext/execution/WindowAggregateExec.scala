@@ -6,7 +6,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.plans.physical._
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
-import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+import org.apache.spark.sql.execution.metric.SQLMetric
 
 /** Batch driver of [[io.sqlext.plans.logical.WindowAggregate]] ([[AggregateReplay]]). */
 case class WindowAggregateExec(
@@ -23,19 +23,13 @@ case class WindowAggregateExec(
 
   override def producedAttributes: AttributeSet = AttributeSet(metaOutput ++ aggregateOutput)
 
-  override lazy val metrics: Map[String, SQLMetric] = Map(
-    "numNotWindowed" -> SQLMetrics.createMetric(sparkContext,
-      "rows not windowed (NULL delta value or arrival time)"),
-    "numFirings" -> SQLMetrics.createMetric(sparkContext, "window firings"),
-    "numEvictedDropped" -> SQLMetrics.createMetric(sparkContext,
-      "tuples of evicted partitions dropped (no EMIT EVICTED)"))
+  override lazy val metrics: Map[String, SQLMetric] = ReplayMetrics.create(sparkContext)
 
   override def outputPartitioning: Partitioning = child.outputPartitioning
 
   override protected def doExecute(): RDD[InternalRow] = {
     val layout = ReplayLayout(spec, child.output, metaOutput)
-    val metrics = ReplayMetrics(longMetric("numNotWindowed"), longMetric("numFirings"),
-      longMetric("numEvictedDropped"))
+    val metrics = ReplayMetrics.of(longMetric)
     val types = aggregateOutput.map(_.dataType)
     child.execute().mapPartitions { rows =>
       new AggregateReplay(spec, layout, kinds, aggregateInputs, types, metrics).run(rows)

@@ -11,8 +11,8 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 /**
  * Batch driver of [[io.sqlext.plans.logical.WindowAssign]]. Partitions are independent, so the
  * input is clustered by partition key and sorted into arrival order, and each task replays its
- * keys one after another through the pure state machine ([[TumblingReplay]]). A PUNCT(expr)
- * marker flushes every partition at once, so that policy sees all tuples in one arrival order.
+ * keys one after another through the pure state machines ([[WindowReplay]]); PUNCT(expr)
+ * markers and PARTITION EVICTION act across partitions, so they see one global arrival order.
  */
 case class WindowAssignExec(
     spec: WindowSpec,
@@ -24,12 +24,7 @@ case class WindowAssignExec(
 
   override def producedAttributes: AttributeSet = AttributeSet(metaOutput)
 
-  override lazy val metrics: Map[String, SQLMetric] = Map(
-    "numNotWindowed" -> SQLMetrics.createMetric(sparkContext,
-      "rows not windowed (NULL delta value or arrival time)"),
-    "numFirings" -> SQLMetrics.createMetric(sparkContext, "window firings"),
-    "numEvictedDropped" -> SQLMetrics.createMetric(sparkContext,
-      "tuples of evicted partitions dropped (no EMIT EVICTED)"),
+  override lazy val metrics: Map[String, SQLMetric] = ReplayMetrics.create(sparkContext) ++ Map(
     "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "number of output rows"))
 
   /** Unpartitioned COUNT numbers its tuples in parallel ([[GlobalCountReplay]]); pane bounds
@@ -42,8 +37,7 @@ case class WindowAssignExec(
 
   override protected def doExecute(): RDD[InternalRow] = {
     val layout = ReplayLayout(spec, child.output, metaOutput)
-    val metrics = ReplayMetrics(longMetric("numNotWindowed"), longMetric("numFirings"),
-      longMetric("numEvictedDropped"))
+    val metrics = ReplayMetrics.of(longMetric)
     val outputRows = longMetric("numOutputRows")
     if (parallelCount) {
       return GlobalCountReplay.execute(spec, layout, arrivalOrder, child, metrics.firings)

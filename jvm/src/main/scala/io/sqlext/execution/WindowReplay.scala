@@ -77,6 +77,7 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
         if (layout.timeBased) window.advanceClock(clock)(emit)
         if (layout.isMarker(row)) window.punctuate(clock)(emit)
         else window.insert(keyOf(row).copy(), copyOf(row), clock)(emit)
+        metrics.sawPartitions(window.partitionCount)
         return
       }
       val key = keyOf(row)
@@ -94,6 +95,7 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
         currentFile = file.clone()
       }
       window.insert(currentKey, copyOf(row), clock)(emit)
+      metrics.sawPartitions(window.partitionCount)
     }
 
     /** A key's input ended: its last file ends with a punctuation, and the clock runs out. */
@@ -164,4 +166,25 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
 
 /** The operator's metrics a replay updates. */
 final case class ReplayMetrics(notWindowed: SQLMetric, firings: SQLMetric,
-    evictedDropped: SQLMetric)
+    evictedDropped: SQLMetric, peakPartitions: SQLMetric) {
+
+  /** Partitions alive at once: bounded by PARTITION EVICTION, not by the input. */
+  def sawPartitions(count: Int): Unit =
+    if (count > peakPartitions.value) peakPartitions.set(count.toLong)
+}
+
+object ReplayMetrics {
+  def create(sparkContext: org.apache.spark.SparkContext): Map[String, SQLMetric] = {
+    import org.apache.spark.sql.execution.metric.SQLMetrics.createMetric
+    Map(
+      "numNotWindowed" -> createMetric(sparkContext,
+        "rows not windowed (NULL delta value or arrival time)"),
+      "numFirings" -> createMetric(sparkContext, "window firings"),
+      "numEvictedDropped" -> createMetric(sparkContext,
+        "tuples of evicted partitions dropped (no EMIT EVICTED)"),
+      "peakPartitions" -> createMetric(sparkContext, "partitions alive at once (peak per task)"))
+  }
+
+  def of(metric: String => SQLMetric): ReplayMetrics = ReplayMetrics(metric("numNotWindowed"),
+    metric("numFirings"), metric("numEvictedDropped"), metric("peakPartitions"))
+}
