@@ -26,7 +26,7 @@ from sqlglot.errors import ParseError
 from sql_ext import udaf
 from sql_ext.dialect import SqlExt, has_window_clause
 from sql_ext.errors import WindowSqlError, error_at_node
-from sql_ext.window_model import WindowModel, validate
+from sql_ext.window_model import WindowModel, duration_seconds, validate
 
 TABLE_FUNCTION = "sql_ext_window"
 PANE_FUNCTIONS = {
@@ -65,13 +65,10 @@ def _lower_if_windowed(node: exp.Expression) -> exp.Expression:
 
 
 def _not_supported_yet(node: exp.Expression, what: str) -> WindowSqlError:
-    return error_at_node(node, f"{what} is not supported yet (sql_ext runs batch TUMBLING and "
-                               "SLIDING windows so far)")
+    return error_at_node(node, f"{what} is not supported yet (sql_ext runs batch windows so far)")
 
 
 def _check_supported(window: exp.Expression, model: WindowModel, select: exp.Select) -> None:
-    if model.kind == "TIME_INTERVAL":
-        raise _not_supported_yet(window, "TIME_INTERVAL windows")
     source = select.args["from_"].this
     if isinstance(source, exp.Table) and isinstance(source.this, exp.Anonymous) \
             and source.this.name.upper() == "STREAM":
@@ -98,6 +95,12 @@ def _helper_columns(model: WindowModel, select: exp.Select) -> list[tuple[exp.Ex
         helpers.append((model.order_by.copy(), "__sx_order"))
     # Ties in arrival order are broken by scan order.
     helpers.append((exp.func("monotonically_increasing_id"), "__sx_seq"))
+    if model.kind == "TIME_INTERVAL":
+        helpers.append((model.event_time.copy(), "__sx_event"))
+        watermark = model.watermark
+        if watermark is not None and watermark.name == "BY":
+            helpers.append((watermark.expressions[0].copy(), "__sx_wm"))
+        return helpers
     policy = model.policy
     if model.trigger is not None and model.trigger.name == "DELTA":
         helpers.append((model.trigger.attribute.copy(), "__sx_tdelta"))
@@ -118,7 +121,33 @@ def _helper_columns(model: WindowModel, select: exp.Select) -> list[tuple[exp.Ex
     return helpers
 
 
+def _pane_spec(model: WindowModel, meta: list[str]) -> dict:
+    interval, watermark = model.interval, model.watermark
+    delay = 0.0
+    if watermark is not None and watermark.name == "DELAY":
+        delay = duration_seconds(watermark.expressions[0], "WATERMARK DELAY")
+        if delay < 0:
+            raise error_at_node(watermark, "WATERMARK DELAY must be >= 0")
+    return {
+        "kind": "time_interval",
+        "policy": "",
+        "policy_text": f"TIME_INTERVAL({interval.duration:g}, {interval.period:g}, "
+                       f"{interval.discard:g}, {interval.offset:g})",
+        "partition_columns": [f"__sx_p{i}" for i in range(len(model.partition_by))],
+        "ordered": model.order_by is not None,
+        "meta": meta,
+        "duration": interval.duration,
+        "period": interval.period,
+        "discard": interval.discard,
+        "offset": interval.offset,
+        "watermark": watermark.name.lower() if watermark is not None else "",
+        "watermark_delay": delay,
+    }
+
+
 def _spec(model: WindowModel, meta: list[str]) -> dict:
+    if model.kind == "TIME_INTERVAL":
+        return _pane_spec(model, meta)
     policy, trigger, eviction = model.policy, model.trigger, model.eviction
     name = "punct_expr" if policy.name == "PUNCT" and policy.marker is not None \
         else policy.name.lower()
@@ -181,7 +210,8 @@ def lower_select(select: exp.Select) -> exp.Select:
         inner = inner.select(exp.alias_(expression, name), copy=False)
 
     partition_columns = {p: f"__sx_p{i}" for i, p in enumerate(model.partition_by)}
-    meta: list[str] = []
+    # A pane fires again after late tuples: its firings differ by PANE_INDEX.
+    meta: list[str] = ["pane_index"] if model.kind == "TIME_INTERVAL" else []
 
     def substitute(node: exp.Expression) -> exp.Expression:
         for expression, name in partition_columns.items():
@@ -189,7 +219,8 @@ def lower_select(select: exp.Select) -> exp.Select:
                 return exp.column(name)
         if isinstance(node, exp.Anonymous) and node.name.upper() in PANE_FUNCTIONS:
             function, column = PANE_FUNCTIONS[node.name.upper()]
-            if function in ("pane_start", "pane_end") and model.order_by is None:
+            if function in ("pane_start", "pane_end") and model.order_by is None \
+                    and model.kind != "TIME_INTERVAL":
                 return exp.null()  # no arrival values without ORDER BY
             if function not in meta:
                 meta.append(function)

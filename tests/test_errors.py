@@ -88,6 +88,8 @@ def test_window_errors_name_part_line_and_column(spark, readings, sql, message, 
 @pytest.mark.parametrize("sql,message", [
     ("SELECT SUM(v) FROM readings WINDOW TUMBLING DELTA(name, 1)",
      "DELTA(name, 1): the DELTA expression must be numeric or a timestamp, but it is string"),
+    ("SELECT SUM(v) FROM readings WINDOW TIME_INTERVAL(10) ON name",
+     "the ON expression is the event time, a timestamp or a number of seconds, but it is string"),
     ("SELECT SUM(v) FROM readings WINDOW TUMBLING TIME(5) OVER (ORDER BY seq)",
      "OVER (ORDER BY ...) must name a timestamp, but it is bigint"),
     ("SELECT name, SUM(v) FROM readings WINDOW TUMBLING COUNT(3)", "MISSING_AGGREGATION"),
@@ -101,8 +103,8 @@ def test_type_and_column_errors(spark, readings, sql, message):
 
 
 def test_kinds_not_built_yet_say_so(spark, readings):
-    for sql in ["SELECT SUM(v) FROM readings WINDOW TIME_INTERVAL(10) ON ts",
-                "SELECT SUM(v) FROM STREAM(readings) WINDOW TUMBLING COUNT(5)"]:
+    for sql in ["SELECT SUM(v) FROM STREAM(readings) WINDOW TUMBLING COUNT(5)",
+                "SELECT SUM(v) FROM STREAM(readings) WINDOW TIME_INTERVAL(10) ON ts"]:
         with pytest.raises(ParseException, match="is not supported yet"):
             spark.sql(sql)
 

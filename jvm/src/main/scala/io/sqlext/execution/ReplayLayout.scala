@@ -1,11 +1,12 @@
 package io.sqlext.execution
 
-import io.sqlext.window.{PartitionEvictionPolicy, SlidingPolicy, WindowSpec}
+import io.sqlext.window.{PaneSpec, PartitionEvictionPolicy, SlidingPolicy, WindowSpec}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.expressions.codegen.{GenerateUnsafeRowJoiner, UnsafeRowJoiner}
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.types.UTF8String
 
 /**
  * Where the helper columns sit in the child's rows and how to read them; built on the driver,
@@ -46,14 +47,56 @@ final case class ReplayLayout(spec: WindowSpec, input: Seq[Attribute], meta: Seq
   /** Rows that cannot be windowed: a DELTA value or the replayed arrival time is NULL. */
   def notWindowable(row: InternalRow): Boolean =
     (deltaOrdinal >= 0 && row.isNullAt(deltaOrdinal)) ||
+      (eventOrdinal >= 0 && row.isNullAt(eventOrdinal) && watermarkMarker(row).isEmpty) ||
       (triggerOrdinal >= 0 && row.isNullAt(triggerOrdinal)) ||
       (spec.usesClock && row.isNullAt(orderOrdinal))
 
   /** TIME policies replay a clock; ticks and timers need the whole input's time span. */
   val timeBased: Boolean = spec.policy == "time" || spec.trigger == "time"
 
-  /** One window over all keys: markers and partition eviction act across partitions. */
-  val globalReplay: Boolean = spec.policy == "punct_expr" || spec.partitionEviction.nonEmpty
+  /** One window over all keys: markers, partition eviction and watermarks act across
+   *  partitions. */
+  val globalReplay: Boolean =
+    spec.policy == "punct_expr" || spec.partitionEviction.nonEmpty || spec.isPanes
+
+  val eventOrdinal: Int = ordinal(WindowSpec.EventTimeColumn)
+  val watermarkOrdinal: Int = ordinal(WindowSpec.WatermarkColumn)
+
+  /** Event times, watermarks and pane geometry in microseconds. */
+  def eventTime(row: InternalRow): Long = ReplayLayout.toMicros(row, eventOrdinal,
+    typeAt(eventOrdinal))
+  def watermarkMarker(row: InternalRow): Option[Long] =
+    if (watermarkOrdinal < 0 || row.isNullAt(watermarkOrdinal)) None
+    else Some(ReplayLayout.toMicros(row, watermarkOrdinal, typeAt(watermarkOrdinal)))
+
+  def paneSpec: PaneSpec = PaneSpec(ReplayLayout.micros(spec.duration),
+    ReplayLayout.micros(spec.period), math.round(spec.discard * 1e6),
+    math.round(spec.offset * 1e6))
+
+  private lazy val panes = paneSpec
+  private val metaNames = meta.map(_.name)
+  private val paneBoundType = meta.find(_.name == "__sx_pstart").orElse(
+    meta.find(_.name == "__sx_pend")).map(_.dataType).getOrElse(NullType)
+
+  /** The firing's column values, in the order of `meta`. */
+  def metaValues(windowId: Long, event: String, paneIndex: Long, first: => Any,
+      last: => Any): Array[Any] = metaNames.map {
+    case WindowSpec.FireColumn | "__sx_wid" => windowId
+    case "__sx_pstart" => if (spec.isPanes) paneBound(panes.start(windowId), paneBoundType)
+      else first
+    case "__sx_pend" => if (spec.isPanes) paneBound(panes.end(windowId), paneBoundType)
+      else last
+    case "__sx_timing" => UTF8String.fromString(if (paneIndex == 0) "ON_TIME" else "LATE")
+    case "__sx_pidx" => paneIndex
+    case "__sx_event" => UTF8String.fromString(event)
+  }.toArray
+
+  /** A pane bound (microseconds) in the type of PANE_START() / PANE_END(). */
+  def paneBound(micros: Long, dataType: DataType): Any = dataType match {
+    case TimestampType | TimestampNTZType => micros
+    case LongType => micros / 1000000L
+    case _ => micros / 1e6
+  }
 
   def clock(row: InternalRow): Long =
     if (spec.usesClock) row.getLong(orderOrdinal) else 0L
@@ -105,6 +148,14 @@ final case class ReplayLayout(spec: WindowSpec, input: Seq[Attribute], meta: Seq
 
 object ReplayLayout {
   def micros(seconds: Double): Long = math.round(seconds * 1e6).max(1L)
+
+  /** A timestamp's microseconds, or a number of seconds in microseconds. */
+  def toMicros(row: InternalRow, ordinal: Int, dataType: DataType): Long = dataType match {
+    case TimestampType | TimestampNTZType => row.getLong(ordinal)
+    case LongType | IntegerType | ShortType | ByteType =>
+      math.round(numeric(row, ordinal, dataType)) * 1000000L
+    case _ => math.round(numeric(row, ordinal, dataType) * 1e6)
+  }
 
   /** A numeric or timestamp column as a double (timestamps in microseconds). */
   def numeric(row: InternalRow, ordinal: Int, dataType: DataType): Double = dataType match {

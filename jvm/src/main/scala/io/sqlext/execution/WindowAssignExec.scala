@@ -39,6 +39,9 @@ case class WindowAssignExec(
     val layout = ReplayLayout(spec, child.output, metaOutput)
     val metrics = ReplayMetrics.of(longMetric)
     val outputRows = longMetric("numOutputRows")
+    if (spec.isPaneExpansion) {
+      return PaneExpansion.execute(layout, child, metrics).map { row => outputRows += 1; row }
+    }
     if (parallelCount) {
       return GlobalCountReplay.execute(spec, layout, arrivalOrder, child, metrics.firings)
         .map { row => outputRows += 1; row }

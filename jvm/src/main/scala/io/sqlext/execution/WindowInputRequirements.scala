@@ -19,7 +19,7 @@ trait WindowInputRequirements { self: SparkPlan =>
 
   /** Markers and partition eviction act across partitions: one global arrival order. */
   protected def globalOrder: Boolean =
-    spec.policy == "punct_expr" || spec.partitionEviction.nonEmpty
+    spec.policy == "punct_expr" || spec.partitionEviction.nonEmpty || spec.isPanes
 
   /** An operator that numbers its tuples in parallel sorts inside its tasks. */
   protected def parallelCount: Boolean = false
@@ -29,14 +29,15 @@ trait WindowInputRequirements { self: SparkPlan =>
       .map(SortOrder(_, Ascending))
 
   override def requiredChildDistribution: Seq[Distribution] =
-    if (parallelCount) OrderedDistribution(arrivalOrder) :: Nil
+    if (spec.isPaneExpansion) UnspecifiedDistribution :: Nil
+    else if (parallelCount) OrderedDistribution(arrivalOrder) :: Nil
     else if (globalOrder || keyAttrs.isEmpty) AllTuples :: Nil
     else ClusteredDistribution(keyAttrs) :: Nil
 
   override def requiredChildOrdering: Seq[Seq[SortOrder]] = {
     val keys = if (globalOrder) Nil else keyAttrs
     val file = if (spec.policy == "punct") column(WindowSpec.FileColumn).toSeq else Nil
-    if (parallelCount) Seq(Nil)
+    if (parallelCount || spec.isPaneExpansion) Seq(Nil)
     else ((keys ++ file).map(SortOrder(_, Ascending)) ++ arrivalOrder) :: Nil
   }
 }

@@ -40,6 +40,7 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
     private var meta: UnsafeRow = _
     private var position = 0
     private var finished = false
+    private var maxEventTime = Long.MinValue
 
     override def hasNext: Boolean = {
       while ((firing == null || position >= firing.tuples.length) && !advance()) {}
@@ -74,6 +75,7 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
       val clock = layout.clock(row)
       if (layout.globalReplay) {
         if (window == null) { window = newWindow(row); clockEnd = layout.clockEnd(row) }
+        if (spec.isPanes) { replayPanes(row); return }
         if (layout.timeBased) window.advanceClock(clock)(emit)
         if (layout.isMarker(row)) window.punctuate(clock)(emit)
         else window.insert(keyOf(row).copy(), copyOf(row), clock)(emit)
@@ -98,6 +100,18 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
       metrics.sawPartitions(window.partitionCount)
     }
 
+    /** TIME_INTERVAL: a WATERMARK BY marker row, or a tuple followed by its DELAY watermark. */
+    private def replayPanes(row: InternalRow): Unit = layout.watermarkMarker(row) match {
+      case Some(watermark) => window.advanceClock(watermark)(emit)
+      case None =>
+        window.insert(keyOf(row).copy(), copyOf(row), 0L)(emit)
+        metrics.sawPartitions(window.partitionCount)
+        if (spec.watermark == "delay") {
+          maxEventTime = math.max(maxEventTime, layout.eventTime(row))
+          window.advanceClock(maxEventTime - math.round(spec.watermarkDelay * 1e6))(emit)
+        }
+    }
+
     /** A key's input ended: its last file ends with a punctuation, and the clock runs out. */
     private def endOfKey(): Unit = if (window != null && currentKey != null) {
       if (spec.policy == "punct") window.punctuate(clockEnd)(emit)
@@ -110,6 +124,14 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
       if (layout.globalReplay && window != null) {
         if (layout.timeBased) window.advanceClock(clockEnd)(emit)
         evicted += window.evictedTuples
+        window match {
+          case panes: TimeIntervalWindow[_, _] =>
+            panes.advanceClock(Long.MaxValue)(emit) // the end of a batch: watermark +infinity
+            metrics.lateDropped += panes.droppedLate
+            if (panes.droppedLate > 0) logWarning(s"sql_ext window ${spec.policyText}: " +
+              s"${panes.droppedLate} tuples older than watermark - discard age were dropped")
+          case _ =>
+        }
       } else endOfKey()
       finished = true
       metrics.evictedDropped += evicted
@@ -127,7 +149,10 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
   private def newWindow(firstRow: InternalRow): Window = {
     val origin = layout.clockStart(firstRow)
     val eviction = layout.partitionEviction
-    if (spec.kind == "sliding") {
+    if (spec.isPanes) {
+      new TimeIntervalWindow[UnsafeRow, UnsafeRow](layout.paneSpec, r => layout.eventTime(r),
+        keyOrdering)
+    } else if (spec.kind == "sliding") {
       new SlidingWindow[UnsafeRow, UnsafeRow](
         layout.slidingPolicy(spec.policy, spec.count, layout.deltaThreshold, spec.seconds),
         layout.slidingPolicy(spec.trigger, spec.triggerCount, layout.triggerThreshold,
@@ -151,22 +176,14 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
     case other => toUnsafe(other).copy()
   }
 
-  private def metaRow(f: Firing[UnsafeRow, UnsafeRow]): InternalRow = {
-    val values = layout.meta.map(_.name).map {
-      case WindowSpec.FireColumn | "__sx_wid" => f.windowId
-      case "__sx_pstart" => layout.arrivalValue(f.tuples.head)
-      case "__sx_pend" => layout.arrivalValue(f.tuples.last)
-      case "__sx_timing" => UTF8String.fromString("ON_TIME")
-      case "__sx_pidx" => 0L
-      case "__sx_event" => UTF8String.fromString(f.event)
-    }
-    new GenericInternalRow(values.toArray[Any])
-  }
+  private def metaRow(f: Firing[UnsafeRow, UnsafeRow]): InternalRow =
+    new GenericInternalRow(layout.metaValues(f.windowId, f.event, f.paneIndex,
+      layout.arrivalValue(f.tuples.head), layout.arrivalValue(f.tuples.last)))
 }
 
 /** The operator's metrics a replay updates. */
 final case class ReplayMetrics(notWindowed: SQLMetric, firings: SQLMetric,
-    evictedDropped: SQLMetric, peakPartitions: SQLMetric) {
+    evictedDropped: SQLMetric, peakPartitions: SQLMetric, lateDropped: SQLMetric) {
 
   /** Partitions alive at once: bounded by PARTITION EVICTION, not by the input. */
   def sawPartitions(count: Int): Unit =
@@ -182,9 +199,12 @@ object ReplayMetrics {
       "numFirings" -> createMetric(sparkContext, "window firings"),
       "numEvictedDropped" -> createMetric(sparkContext,
         "tuples of evicted partitions dropped (no EMIT EVICTED)"),
-      "peakPartitions" -> createMetric(sparkContext, "partitions alive at once (peak per task)"))
+      "peakPartitions" -> createMetric(sparkContext, "partitions alive at once (peak per task)"),
+      "numLateDropped" -> createMetric(sparkContext,
+        "late tuples dropped (older than watermark - discard age)"))
   }
 
   def of(metric: String => SQLMetric): ReplayMetrics = ReplayMetrics(metric("numNotWindowed"),
-    metric("numFirings"), metric("numEvictedDropped"), metric("peakPartitions"))
+    metric("numFirings"), metric("numEvictedDropped"), metric("peakPartitions"),
+    metric("numLateDropped"))
 }

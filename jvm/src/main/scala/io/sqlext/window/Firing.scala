@@ -1,14 +1,17 @@
 package io.sqlext.window
 
 /**
- * One firing of one partition: the tuples in arrival order, the key's window number, and what
- * caused it: "FLUSH" (tumbling), "TRIGGER" (sliding) or "EVICTED" (EMIT EVICTED).
+ * One firing of one partition: the tuples in arrival order, the key's window number (for
+ * TIME_INTERVAL panes: N of the pane start N*period+offset), what caused it: "FLUSH"
+ * (tumbling), "TRIGGER" (sliding, panes) or "EVICTED" (EMIT EVICTED), and for panes the
+ * firing's index (0 on time, then 1, 2, ... for late re-firings).
  */
 final case class Firing[K, T](
     key: K,
     windowId: Long,
     tuples: scala.collection.IndexedSeq[T],
-    event: String)
+    event: String,
+    paneIndex: Long = 0L)
 
 object Firing {
   val Flush = "FLUSH"

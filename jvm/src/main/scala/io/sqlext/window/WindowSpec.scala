@@ -28,7 +28,18 @@ final case class WindowSpec(
     partitionEviction: String = "",
     partitionEvictionValue: Double = 0.0,
     emitIncomplete: Boolean = false,
-    emitEvicted: Boolean = false) {
+    emitEvicted: Boolean = false,
+    duration: Double = 0.0,
+    period: Double = 0.0,
+    discard: Double = 0.0,
+    offset: Double = 0.0,
+    watermark: String = "",
+    watermarkDelay: Double = 0.0) {
+
+  def isPanes: Boolean = kind == "time_interval"
+
+  /** TIME_INTERVAL without a watermark: all input is present, a pure row-to-panes expansion. */
+  def isPaneExpansion: Boolean = isPanes && watermark.isEmpty
 
   /** TIME policies and AGE eviction read the replayed clock (the ORDER BY timestamp). */
   def usesClock: Boolean =
@@ -40,6 +51,8 @@ object WindowSpec {
   val SeqColumn = "__sx_seq"
   val DeltaColumn = "__sx_delta"
   val TriggerDeltaColumn = "__sx_tdelta"
+  val EventTimeColumn = "__sx_event"
+  val WatermarkColumn = "__sx_wm"
   val PunctColumn = "__sx_punct"
   val FileColumn = "__sx_file"
   val ClockStartColumn = "__sx_t0"
@@ -75,6 +88,12 @@ object WindowSpec {
       partitionEviction = (json \ "partition_eviction").extractOrElse[String](""),
       partitionEvictionValue = (json \ "partition_eviction_value").extractOrElse[Double](0.0),
       emitIncomplete = (json \ "emit_incomplete").extractOrElse[Boolean](false),
-      emitEvicted = (json \ "emit_evicted").extractOrElse[Boolean](false))
+      emitEvicted = (json \ "emit_evicted").extractOrElse[Boolean](false),
+      duration = (json \ "duration").extractOrElse[Double](0.0),
+      period = (json \ "period").extractOrElse[Double](0.0),
+      discard = (json \ "discard").extractOrElse[Double](0.0),
+      offset = (json \ "offset").extractOrElse[Double](0.0),
+      watermark = (json \ "watermark").extractOrElse[String](""),
+      watermarkDelay = (json \ "watermark_delay").extractOrElse[Double](0.0))
   }
 }

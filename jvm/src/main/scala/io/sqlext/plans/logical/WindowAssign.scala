@@ -34,12 +34,14 @@ object WindowAssign {
   def create(spec: WindowSpec, child: LogicalPlan): WindowAssign = {
     def find(name: String) = child.output.find(_.name == name)
     val orderType = find(WindowSpec.OrderColumn).map(_.dataType).getOrElse(NullType)
+    val eventType = find(WindowSpec.EventTimeColumn).map(_.dataType)
+    eventType.foreach(checkEventTime(spec, _))
     checkTypes(spec, find(WindowSpec.DeltaColumn).map(_.dataType), orderType)
     checkTypes(spec, find(WindowSpec.TriggerDeltaColumn).map(_.dataType), orderType)
     val fire = AttributeReference(WindowSpec.FireColumn, LongType, nullable = false)()
     val meta = spec.meta.distinct.map { fn =>
       val dataType = fn match {
-        case "pane_start" | "pane_end" => orderType
+        case "pane_start" | "pane_end" => eventType.map(paneBoundType(spec, _)).getOrElse(orderType)
         case "pane_timing" | "window_event" => StringType
         case _ => LongType
       }
@@ -47,6 +49,22 @@ object WindowAssign {
     }
     val inputs = child.output.filter(a => a.name.startsWith("__sx_"))
     WindowAssign(spec, inputs, fire +: meta, child)
+  }
+
+  /** TIME_INTERVAL pane bounds take the ON expression's type; a number of seconds stays a
+   *  BIGINT when every bound is a whole second. */
+  private def paneBoundType(spec: WindowSpec, eventType: DataType): DataType = eventType match {
+    case TimestampType | TimestampNTZType => eventType
+    case ByteType | ShortType | IntegerType | LongType
+        if Seq(spec.duration, spec.period, spec.offset).forall(_.isWhole) =>
+      LongType
+    case _ => DoubleType
+  }
+
+  private def checkEventTime(spec: WindowSpec, eventType: DataType): Unit = eventType match {
+    case _: NumericType | TimestampType | TimestampNTZType =>
+    case other => throw SqlExtErrors.analysis(s"${spec.policyText}: the ON expression is the " +
+      s"event time, a timestamp or a number of seconds, but it is ${other.simpleString}")
   }
 
   private def checkTypes(spec: WindowSpec, deltaType: Option[DataType], orderType: DataType) = {

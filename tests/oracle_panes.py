@@ -1,0 +1,248 @@
+"""Independent reference model of TIME_INTERVAL (event-time pane) windows as our SQL exposes them.
+
+Why this exists: tests compare what Spark computes with what this file computes. It is written
+from /work/shared/spec/semantics.md section 6 and sql.md sections 2, 3 and 7 only, shares no
+code with the extension, and favours being obviously correct over being fast: one loop over the
+input in arrival order, a dict ``N -> pane`` and, per pane, a dict ``partition -> rows``.
+
+Modelled departures from the reference runtime (sql.md section 7 and 2):
+  * the DOCUMENTED intervals [N*P + O, N*P + O + D) are used for every event time, so the pane
+    [0, D) exists and times before the offset (negative N) are fine; the reference's epoch
+    quirk (semantics.md 6, "Reference quirks near the epoch") is not reproduced;
+  * at the end of the input a final watermark of +infinity is processed, so every pane still
+    holding unfired data fires once more (the reference never fires open panes at the end);
+  * firings caused by one watermark come out in pane-start order, then partition-key order
+    (NULL first), instead of hash order;
+  * rows whose event time is NULL are not windowed but counted ("not_windowed").
+
+Arithmetic is exact (fractions.Fraction) so that boundary tests such as "112.9 is not in
+[113, 123)" or "drop iff t < W - A" cannot be decided by binary rounding. Floats are read by
+their shortest decimal repr (0.1 means 1/10), as a SQL literal would be.
+
+Standard library only, so it can run in any test without Spark.
+"""
+
+import datetime
+import decimal
+import math
+from fractions import Fraction
+
+from oracle import _arrival_order, _null_first
+
+__all__ = ["pane_firings"]
+
+EPOCH = datetime.datetime(1970, 1, 1)
+EPOCH_UTC = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+MICROSECOND = datetime.timedelta(microseconds=1)
+INFINITY = float("inf")
+
+
+def _seconds(value):
+    """A time, duration or watermark as exact seconds (Fraction), or a float infinity.
+
+    Why one converter: event times, watermarks and the window's durations must be compared
+    with one another, whatever their Python type. Naive datetimes are read as UTC; aware ones
+    are converted to UTC.
+    """
+    if isinstance(value, datetime.datetime):
+        epoch = EPOCH if value.tzinfo is None else EPOCH_UTC
+        return Fraction((value - epoch) // MICROSECOND, 10**6)
+    if isinstance(value, datetime.timedelta):
+        return Fraction(value // MICROSECOND, 10**6)
+    if isinstance(value, bool):
+        raise TypeError(f"not a time or duration: {value!r}")
+    if isinstance(value, float):
+        if math.isinf(value):
+            return value
+        if math.isnan(value):
+            raise ValueError("NaN is not a time or duration")
+        return Fraction(repr(value))
+    if isinstance(value, (int, decimal.Decimal, Fraction)):
+        return Fraction(value)
+    raise TypeError(f"not a time or duration: {value!r}")
+
+
+def _like(seconds, sample):
+    """Seconds converted back to the type of ``sample`` (an event time of the input).
+
+    Why: sql.md section 3 says PANE_START()/PANE_END() have the type of the ON expression.
+    An integral bound of integer event times stays an int; a fractional one (e.g. a 1.5 s
+    period over int seconds) becomes a float rather than being truncated.
+    """
+    if isinstance(sample, datetime.datetime):
+        epoch = EPOCH if sample.tzinfo is None else EPOCH_UTC
+        return epoch + datetime.timedelta(microseconds=round(seconds * 10**6))
+    if isinstance(sample, float):
+        return float(seconds)
+    if isinstance(sample, decimal.Decimal):
+        return decimal.Decimal(seconds.numerator) / decimal.Decimal(seconds.denominator)
+    if isinstance(sample, Fraction):
+        return seconds
+    return int(seconds) if seconds.denominator == 1 else float(seconds)
+
+
+def _window_options(duration, period, discard, offset):
+    """Validated (D, P, A, O) in exact seconds, with O stored modulo P.
+
+    Why the checks: semantics.md 6 requires D > 0, P > 0, A >= 0, O >= 0, and sql.md 6 makes
+    an offset outside [0, duration) an error, so the oracle refuses what the SQL refuses.
+    """
+    d = _seconds(duration)
+    p = d if period is None else _seconds(period)
+    a, o = _seconds(discard), _seconds(offset)
+    if not d > 0:
+        raise ValueError(f"duration must be > 0, got {duration!r}")
+    if not p > 0:
+        raise ValueError(f"period must be > 0, got {period!r}")
+    if not a >= 0:
+        raise ValueError(f"discard age must be >= 0, got {discard!r}")
+    if not 0 <= o < d:
+        raise ValueError(f"offset must be in [0, duration), got {offset!r}")
+    if math.isinf(d) or math.isinf(p) or math.isinf(a):
+        raise ValueError("window durations must be finite")
+    return d, p, a, o % p
+
+
+def _pane_numbers(t, d, p, o):
+    """Every N whose pane [N*p + o, N*p + o + d) contains t (closed left, open right).
+
+    Why a filter over a small candidate range: membership is then decided by the very
+    inequality the spec states, not by a derived formula. N ranges over the integers, so
+    negative N (times before the offset or the epoch) is allowed; a gap time gets no N.
+    """
+    low = math.floor((t - o - d) / p)
+    high = math.floor((t - o) / p)
+    return [n for n in range(low, high + 1) if n * p + o <= t < n * p + o + d]
+
+
+class _Pane:
+    """One pane: completion state, rows per partition, fresh marks and trigger counts.
+
+    Why trigger counts are per partition: PANE_INDEX() counts firings of a (pane, partition),
+    and a partition first seen after the pane already fired for others starts at index 0.
+    """
+
+    def __init__(self):
+        self.complete = False
+        self.parts = {}  # partition key -> rows in arrival order (never evicted)
+        self.fresh = set()  # partitions updated since their last trigger
+        self.triggers = {}  # partition key -> number of triggers so far
+
+
+class _TimeIntervalWindow:
+    """The window-level state machine of semantics.md 6 (watermark, panes, drop rule)."""
+
+    def __init__(self, d, p, a, o, part):
+        self.d, self.p, self.a, self.o, self.part = d, p, a, o, part
+        self.watermark = -INFINITY
+        self.panes = {}  # N -> _Pane
+        self.firings = []
+        self.dropped = 0
+        self.sample = None  # first event time seen, fixes the type of pane bounds
+
+    def insert(self, row, value):
+        """Drop (t < W - A, strict) or append to every pane containing t; never trigger.
+
+        Why no trigger here: late tuples only mark their partition fresh; the next strictly
+        advancing watermark re-triggers. Missing panes are created Incomplete even when the
+        watermark has already passed their end.
+        """
+        if self.sample is None:
+            self.sample = value
+        t = _seconds(value)
+        if t < self.watermark - self.a:
+            self.dropped += 1
+            return
+        key = self.part(row)
+        for n in _pane_numbers(t, self.d, self.p, self.o):
+            pane = self.panes.setdefault(n, _Pane())
+            pane.parts.setdefault(key, []).append(row)
+            pane.fresh.add(key)
+
+    def advance(self, value):
+        """Process watermark ``value`` if it is strictly greater than the current one.
+
+        Why the three steps per pane in this order: completing, then triggering, then closing
+        on one watermark is what makes A = 0 fire and close a pane at once (semantics.md 6).
+        """
+        w = _seconds(value)
+        if not w > self.watermark:
+            return
+        self.watermark = w
+        for n in sorted(self.panes):
+            pane = self.panes[n]
+            start = n * self.p + self.o
+            end = start + self.d
+            if w >= end and not pane.complete:
+                pane.complete = True
+            if pane.complete and pane.fresh:
+                for key in sorted(pane.fresh, key=_null_first):
+                    self._trigger(n, start, end, pane, key)
+                pane.fresh.clear()
+            if pane.complete and w >= end + self.a:
+                del self.panes[n]
+
+    def _trigger(self, n, start, end, pane, key):
+        index = pane.triggers.get(key, 0)
+        pane.triggers[key] = index + 1
+        self.firings.append({
+            "partition": key,
+            "pane_start": _like(start, self.sample),
+            "pane_end": _like(end, self.sample),
+            "window_id": n,
+            "timing": "ON_TIME" if index == 0 else "LATE",
+            "index": index,
+            "rows": list(pane.parts[key]),
+        })
+
+
+def pane_firings(rows, duration, period=None, discard=0.0, offset=0.0, *, event_time,
+                 partition_by=None, order_by=None, watermark_delay=None, watermark_by=None,
+                 final_watermark=True):
+    """Firings of TIME_INTERVAL(duration, period, discard, offset) ON event_time.
+
+    rows: list of dicts in SCAN order. Durations are seconds (number) or timedelta.
+    event_time: row -> number | datetime | None (naive datetime = UTC). partition_by: row ->
+      key or None (NULL is a key of its own).
+    Without order_by/watermark (the batch default): all input is present; every non-empty
+      (pane, partition) fires exactly once, ON_TIME, index 0 (watermark +infinity at the end).
+    order_by: row -> arrival value; arrival order is the rows stably sorted by it, None
+      first (sql.md 2); without it, scan order.
+    watermark_delay d: after each tuple (in arrival order) the watermark becomes
+      max(event time seen) - d, if that strictly advances it.
+    watermark_by: row -> value or None; rows where it is not None are watermark markers (never
+      tuples) advancing the watermark to that value (only forward). Exclusive with the delay.
+    final_watermark: test hook; False skips the +infinity watermark processed at the end of
+      input (sql.md 7), to compare with reference cases that never see it.
+    Returns {"firings": [...], "dropped": n_late_dropped, "not_windowed": n_null_event_time}.
+    Each firing: {"partition", "pane_start", "pane_end" (same type as the event times),
+      "window_id" (N of the pane start N*period + offset), "timing" ("ON_TIME" | "LATE"),
+      "index" (0, 1, 2, ... per pane and partition), "rows": [row dicts of the pane's partition
+      at that moment, arrival order]}. Firings of one watermark are in pane-start order, then
+      partition-key order (None first).
+    """
+    if watermark_delay is not None and watermark_by is not None:
+        raise ValueError("WATERMARK DELAY and WATERMARK BY are exclusive")
+    d, p, a, o = _window_options(duration, period, discard, offset)
+    delay = None if watermark_delay is None else _seconds(watermark_delay)
+    part = partition_by if partition_by is not None else (lambda row: None)
+    window = _TimeIntervalWindow(d, p, a, o, part)
+    not_windowed = 0
+    latest = -INFINITY  # max event time seen, for WATERMARK DELAY
+    for row in _arrival_order(rows, order_by):
+        if watermark_by is not None:
+            mark = watermark_by(row)
+            if mark is not None:
+                window.advance(mark)
+                continue
+        value = event_time(row)
+        if value is None:
+            not_windowed += 1
+            continue
+        window.insert(row, value)
+        if delay is not None:
+            latest = max(latest, _seconds(value))
+            window.advance(latest - delay)
+    if final_watermark:
+        window.advance(INFINITY)
+    return {"firings": window.firings, "dropped": window.dropped, "not_windowed": not_windowed}
