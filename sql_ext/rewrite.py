@@ -210,8 +210,9 @@ def lower_select(select: exp.Select) -> exp.Select:
         inner = inner.select(exp.alias_(expression, name), copy=False)
 
     partition_columns = {p: f"__sx_p{i}" for i, p in enumerate(model.partition_by)}
-    # A pane fires again after late tuples: its firings differ by PANE_INDEX.
-    meta: list[str] = ["pane_index"] if model.kind == "TIME_INTERVAL" else []
+    # With a watermark a pane fires again after late tuples: its firings differ by PANE_INDEX.
+    replayed = model.kind == "TIME_INTERVAL" and model.watermark is not None
+    meta: list[str] = ["pane_index"] if replayed else []
 
     def substitute(node: exp.Expression) -> exp.Expression:
         for expression, name in partition_columns.items():

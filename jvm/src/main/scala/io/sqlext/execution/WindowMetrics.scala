@@ -1,6 +1,7 @@
 package io.sqlext.execution
 
-import org.apache.spark.sql.execution.{QueryExecution, SparkPlan}
+import io.sqlext.expressions.CountedNotNull
+import org.apache.spark.sql.execution.{FilterExec, QueryExecution}
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 
 /** Reads the window operators' metrics of an executed query (also inside adaptive plans). */
@@ -8,10 +9,15 @@ object WindowMetrics extends AdaptiveSparkPlanHelper {
 
   /** Metric name -> value over all window operators of the query (peaks: the largest). */
   def of(execution: QueryExecution): java.util.Map[String, java.lang.Long] = {
-    val values = collect(execution.executedPlan) {
-      case w: WindowAssignExec => w.metrics
-      case w: WindowAggregateExec => w.metrics
-    }.flatMap(_.toSeq).groupBy(_._1).map { case (name, metrics) =>
+    val operators = collect(execution.executedPlan) {
+      case w: WindowAssignExec => w.metrics.toSeq
+      case w: WindowAggregateExec => w.metrics.toSeq
+    }.flatten
+    // Generated plans (ExpandPanes) count NULL event times in a filter expression.
+    val filters = collect(execution.executedPlan) { case f: FilterExec =>
+      f.condition.collect { case c: CountedNotNull => "numNotWindowed" -> c.metric }
+    }.flatten
+    val values = (operators ++ filters).groupBy(_._1).map { case (name, metrics) =>
       val numbers = metrics.map(_._2.value)
       name -> java.lang.Long.valueOf(if (name.startsWith("peak")) numbers.max else numbers.sum)
     }

@@ -1,0 +1,85 @@
+package io.sqlext.optimizer
+
+import io.sqlext.expressions.CountedNotNull
+import io.sqlext.plans.logical.WindowAssign
+import io.sqlext.window.WindowSpec
+import org.apache.spark.SparkContext
+import org.apache.spark.sql.catalyst.expressions._
+import org.apache.spark.sql.catalyst.plans.logical.{Expand, Filter, LogicalPlan, Project}
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.execution.metric.SQLMetrics
+import org.apache.spark.sql.types._
+
+/**
+ * A TIME_INTERVAL window without a watermark (all input present) is a pure row-to-panes
+ * expansion. Written as Spark's own hopping-window shape, Filter(Expand) with one projection
+ * per pane a tuple can belong to, it runs fully code-generated, in place:
+ *
+ *   Filter(event IS NOT NULL, counted) -> Expand(ceil(D/P) copies, pane N_i = floor((t-O)/P) - i)
+ *   -> Filter(start_i + D > t) -> Project(input ++ firing columns)
+ *
+ * Pane numbers use exact integer arithmetic on microseconds. TIMESTAMP_NTZ event times keep
+ * the operator's own expansion.
+ */
+case class ExpandPanes(sparkContext: SparkContext) extends Rule[LogicalPlan] {
+
+  override def apply(plan: LogicalPlan): LogicalPlan = plan.transformUp {
+    case w: WindowAssign if w.spec.isPaneExpansion && eventTime(w).exists(e => supported(e)) =>
+      expand(w, eventTime(w).get)
+  }
+
+  private def eventTime(w: WindowAssign): Option[Attribute] =
+    w.child.output.find(_.name == WindowSpec.EventTimeColumn)
+
+  private def supported(e: Attribute): Boolean = e.dataType match {
+    case TimestampType | _: NumericType => true
+    case _ => false
+  }
+
+  private def micros(seconds: Double): Long = math.round(seconds * 1e6)
+
+  private def eventMicros(e: Attribute): Expression = e.dataType match {
+    case TimestampType => UnixMicros(e)
+    case ByteType | ShortType | IntegerType | LongType =>
+      Multiply(Cast(e, LongType), Literal(1000000L))
+    case _ => Cast(Round(Multiply(Cast(e, DoubleType), Literal(1e6)), Literal(0)), LongType)
+  }
+
+  private def bound(micros: Expression, dataType: DataType): Expression = dataType match {
+    case TimestampType => MicrosToTimestamp(micros)
+    case LongType => IntegralDivide(micros, Literal(1000000L))
+    case _ => Divide(Cast(micros, DoubleType), Literal(1e6))
+  }
+
+  private def expand(w: WindowAssign, event: Attribute): LogicalPlan = {
+    val spec = w.spec
+    val (period, duration, offset) =
+      (micros(spec.period), micros(spec.duration), micros(spec.offset))
+    val counted = Filter(CountedNotNull(event, SQLMetrics.createMetric(sparkContext,
+      "rows not windowed (NULL event time)"), s"the event time of ${spec.policyText}"), w.child)
+    val time = eventMicros(event)
+    val shifted = Subtract(time, Literal(offset))
+    val lastPane = IntegralDivide(Subtract(shifted, Pmod(shifted, Literal(period))),
+      Literal(period))
+    val start = AttributeReference("__sx_pane_start_us", LongType, nullable = false)()
+    val copies = ((duration + period - 1) / period).toInt
+    val projections = (0 until copies).map { i =>
+      val n = Subtract(lastPane, Literal(i.toLong))
+      val startMicros = Add(Multiply(n, Literal(period)), Literal(offset))
+      val meta = w.metaOutput.map(_.name).map {
+        case WindowSpec.FireColumn | "__sx_wid" => n
+        case "__sx_pstart" => bound(startMicros, w.metaOutput.find(_.name == "__sx_pstart")
+          .get.dataType)
+        case "__sx_pend" => bound(Add(startMicros, Literal(duration)),
+          w.metaOutput.find(_.name == "__sx_pend").get.dataType)
+        case "__sx_timing" => Literal("ON_TIME")
+        case "__sx_pidx" => Literal(0L)
+        case "__sx_event" => Literal("TRIGGER")
+      }
+      w.child.output ++ meta :+ startMicros
+    }
+    val expanded = Expand(projections, w.child.output ++ w.metaOutput :+ start, counted)
+    val contains = Filter(GreaterThan(Add(start, Literal(duration)), time), expanded)
+    Project(w.child.output ++ w.metaOutput, contains)
+  }
+}
