@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 from pyspark.sql.functions import arrow_udf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import sql_ext  # noqa: E402
-from sql_ext.udaf import reduce_windows  # noqa: E402
+import sql_ext
+from sql_ext.udaf import reduce_windows
 
 ROOT = Path(__file__).resolve().parents[1]
 

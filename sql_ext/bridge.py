@@ -26,7 +26,7 @@ def answer(sql: str) -> str:
         return "SQL\n" + rewrite(sql)
     except WindowSqlError as error:
         return f"ERROR\n{error.line}\n{max(error.column - 1, 0)}\n{error.message}"
-    except Exception as error:  # noqa: BLE001 - never crash the caller (a Thrift session)
+    except Exception as error:
         log.exception("sql_ext rewriter failed")
         return f"ERROR\n1\n0\ninternal error in the sql_ext rewriter: {error!r}"
 

@@ -19,8 +19,8 @@ with built-in aggregates in one SELECT; windowed queries can). NULL inputs are s
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import pyarrow as pa

@@ -5,9 +5,11 @@ shared conformance cases (reference behaviour) and with the SQL departures in sq
 """
 
 import datetime
+
 import pytest
-from conformance import CASES, EPOCH, MARKER, case_rows_and_policy
+from conformance import CASES, EPOCH, case_rows_and_policy
 from oracle import aggregate_rows, tumbling_firings, tumbling_firings_with_dropped
+
 
 def test_conformance_cases_found():
     """Guard against the filter silently selecting nothing."""

@@ -5,18 +5,22 @@ with the shared conformance cases (reference behaviour) and with hand-computed e
 from semantics.md sections 3, 5 and 7 and sql.md sections 2, 3 and 7.
 """
 
-import datetime
-import json
 
 import pytest
 from conformance import (
-    AT, CASES, EPOCH, EVICTING, SLIDING, case_partition_eviction, case_policy, at_seconds, case_rows_and_kwargs,
+    CASES,
+    EVICTING,
+    SLIDING,
+    at_seconds,
+    case_policy,
+    case_rows_and_kwargs,
     case_rows_and_policy,
     expected_triggers,
 )
 from oracle import tumbling_firings
 from oracle_eviction import tumbling_eviction_result, tumbling_firings_with_eviction
 from oracle_sliding import sliding_firings_with_dropped, sliding_result
+
 
 def by_partition(firings):
     shown = {}

@@ -6,7 +6,12 @@ import math
 
 import pytest
 from conformance import (
-    AT, EVICTING, SLIDING, at_seconds, case_rows_and_kwargs, expected_triggers,
+    AT,
+    EVICTING,
+    SLIDING,
+    at_seconds,
+    case_rows_and_kwargs,
+    expected_triggers,
 )
 from hypothesis import given
 from hypothesis import strategies as st

@@ -4,7 +4,14 @@ of tests/oracle.py, so tests can compare Spark with the oracle."""
 import datetime
 
 from pyspark.sql.types import (
-    BooleanType, DoubleType, LongType, StringType, StructField, StructType, TimestampType)
+    BooleanType,
+    DoubleType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 SCHEMA = StructType([
     StructField("id", LongType()),
