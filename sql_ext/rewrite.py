@@ -18,6 +18,7 @@ UDAFs both work.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
@@ -68,11 +69,21 @@ def _not_supported_yet(node: exp.Expression, what: str) -> WindowSqlError:
     return error_at_node(node, f"{what} is not supported yet (sql_ext runs batch windows so far)")
 
 
-def _check_supported(window: exp.Expression, model: WindowModel, select: exp.Select) -> None:
+def stream_source(select: exp.Select) -> str | None:
+    """The table of FROM STREAM(table), or None for a batch source."""
     source = select.args["from_"].this
     if isinstance(source, exp.Table) and isinstance(source.this, exp.Anonymous) \
-            and source.this.name.upper() == "STREAM":
-        raise _not_supported_yet(window, "FROM STREAM(...) (streaming windows)")
+            and source.this.name.upper() == "STREAM" and source.this.expressions:
+        return source.this.expressions[0].sql(dialect="spark")
+    return None
+
+
+def _check_supported(window: exp.Expression, model: WindowModel, select: exp.Select,
+                     streaming: bool = False) -> None:
+    if stream_source(select) is not None and not streaming:
+        raise error_at_node(window, "a windowed query over STREAM(...) runs as a streaming "
+                                    "table: sql_ext.create_streaming_table(...) (the CREATE "
+                                    "STREAMING TABLE statement is not supported yet)")
     if "INCOMPLETE" in model.emit and model.kind != "SLIDING":
         emit = window.args["emit"][model.emit.index("INCOMPLETE")]
         raise error_at_node(emit, "EMIT INCOMPLETE applies to SLIDING windows (a TUMBLING "
@@ -83,18 +94,20 @@ def _check_supported(window: exp.Expression, model: WindowModel, select: exp.Sel
     clocked = [p for p in (model.policy, model.trigger) if p is not None and p.name == "TIME"]
     if model.eviction is not None and model.eviction.name == "AGE":
         clocked.append(model.eviction)
-    if clocked and model.order_by is None:
+    if clocked and model.order_by is None and not streaming:
         raise error_at_node(window, f"{clocked[0].text}: a batch TIME policy replays time from "
                                     "the arrival order, so it needs OVER (ORDER BY <timestamp>)")
 
 
-def _helper_columns(model: WindowModel, select: exp.Select) -> list[tuple[exp.Expression, str]]:
+def _helper_columns(model: WindowModel, select: exp.Select,
+                    streaming: bool = False) -> list[tuple[exp.Expression, str]]:
     """(expression, name) pairs the operator reads, computed over the window's input."""
     helpers = [(p.copy(), f"__sx_p{i}") for i, p in enumerate(model.partition_by)]
     if model.order_by is not None:
         helpers.append((model.order_by.copy(), "__sx_order"))
-    # Ties in arrival order are broken by scan order.
-    helpers.append((exp.func("monotonically_increasing_id"), "__sx_seq"))
+    if not streaming:  # a stream's arrival order is its own
+        # Ties in arrival order are broken by scan order.
+        helpers.append((exp.func("monotonically_increasing_id"), "__sx_seq"))
     if model.kind == "TIME_INTERVAL":
         helpers.append((model.event_time.copy(), "__sx_event"))
         watermark = model.watermark
@@ -188,11 +201,36 @@ def _batched_udaf_call(call: exp.Anonymous) -> exp.Expression:
                          expressions=[exp.func("collect_list", collected)])
 
 
+@dataclass
+class LoweredWindow:
+    """A windowed SELECT taken apart: the tuples with their helper columns (`inner`), the
+    operator's spec, and the aggregation over the firings (`outer`, FROM still to be set).
+    `key` identifies one output row across re-firings: partition keys, window, group keys."""
+
+    model: WindowModel
+    inner: exp.Select
+    spec: dict
+    outer: exp.Select
+    key: exp.Expression
+
+
 def lower_select(select: exp.Select) -> exp.Select:
     """Rewrites one SELECT that carries a window clause (see the module docstring)."""
+    lowered = lower_parts(select)
+    spec = json.dumps(lowered.spec, separators=(",", ":"))
+    call = exp.Anonymous(this=TABLE_FUNCTION, expressions=[
+        exp.Anonymous(this="TABLE", expressions=[lowered.inner]), exp.Literal.string(spec)])
+    outer = lowered.outer
+    outer.set("from_", exp.From(this=exp.Table(this=call, alias=exp.TableAlias(
+        this=exp.to_identifier("__sx_w")))))
+    return outer
+
+
+def lower_parts(select: exp.Select, streaming: bool = False) -> LoweredWindow:
+    """Takes a windowed SELECT apart (batch, or streaming over FROM STREAM(...))."""
     window = select.args["sx_window"]
     model = validate(window)
-    _check_supported(window, model, select)
+    _check_supported(window, model, select, streaming)
     for part in ("where",):
         clause = select.args.get(part)
         if clause is not None:
@@ -206,7 +244,7 @@ def lower_select(select: exp.Select) -> exp.Select:
         inner.append("joins", join.copy())
     if select.args.get("where"):
         inner.set("where", select.args["where"].copy())
-    for expression, name in _helper_columns(model, select):
+    for expression, name in _helper_columns(model, select, streaming):
         inner = inner.select(exp.alias_(expression, name), copy=False)
 
     partition_columns = {p: f"__sx_p{i}" for i, p in enumerate(model.partition_by)}
@@ -259,9 +297,9 @@ def lower_select(select: exp.Select) -> exp.Select:
     columns += [exp.column(PANE_FUNCTIONS[f.upper()][1]) for f in meta]
     outer.set("group", exp.Group(expressions=columns + user_group_exprs))
 
-    spec = json.dumps(_spec(model, meta), separators=(",", ":"))
-    call = exp.Anonymous(this=TABLE_FUNCTION, expressions=[
-        exp.Anonymous(this="TABLE", expressions=[inner]), exp.Literal.string(spec)])
-    outer.set("from_", exp.From(this=exp.Table(this=call, alias=exp.TableAlias(
-        this=exp.to_identifier("__sx_w")))))
-    return outer
+    key = exp.func("named_struct", *[x for i, c in enumerate(columns[:len(partition_columns)])
+                                     for x in (exp.Literal.string(f"p{i}"), c.copy())],
+                   exp.Literal.string("window"), exp.column(FIRE_COLUMN),
+                   *[x for i, g in enumerate(user_group_exprs)
+                     for x in (exp.Literal.string(f"g{i}"), g.copy())])
+    return LoweredWindow(model, inner, _spec(model, meta), outer, key)

@@ -12,6 +12,8 @@ from sql_ext import bridge, jars, udaf
 
 EXTENSIONS = "io.sqlext.SqlExtExtensions,io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+ROCKSDB_STATE_STORE = \
+    "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
 def _prepare_environment() -> None:
@@ -32,6 +34,8 @@ def configure(builder: SparkSession.Builder) -> SparkSession:
         .config("spark.jars", ",".join(jar_paths))
         .config("spark.sql.extensions", EXTENSIONS)
         .config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+        # Streaming windows run under transformWithState, which needs the RocksDB store.
+        .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_STATE_STORE)
         .getOrCreate()
     )
     bridge.register(spark)
