@@ -17,6 +17,8 @@ replayed after a restart is written once.
 from __future__ import annotations
 
 import logging
+import os
+import time
 from dataclasses import dataclass
 
 from delta.tables import DeltaTable
@@ -65,10 +67,14 @@ def _merge(batch: DataFrame, table: str, location: str | None, app_id: str,
            batch_id: int) -> None:
     session = batch.sparkSession
     if not session.catalog.tableExists(table):
-        writer = batch.limit(0).write.format("delta")
-        if location:
-            writer = writer.option("path", location)
-        writer.saveAsTable(table)
+        if location and DeltaTable.isDeltaTable(session, location):
+            # A restarted application (its catalog may be new): the table's data is there.
+            session.sql(f"CREATE TABLE {table} USING DELTA LOCATION '{location}'")
+        else:
+            writer = batch.limit(0).write.format("delta")
+            if location:
+                writer = writer.option("path", location)
+            writer.saveAsTable(table)
     # Idempotent per micro-batch: Delta skips a (txnAppId, txnVersion) it already committed.
     session.conf.set("spark.databricks.delta.write.txnAppId", app_id)
     session.conf.set("spark.databricks.delta.write.txnVersion", str(batch_id))
@@ -79,6 +85,16 @@ def _merge(batch: DataFrame, table: str, location: str | None, app_id: str,
     finally:
         session.conf.unset("spark.databricks.delta.write.txnAppId")
         session.conf.unset("spark.databricks.delta.write.txnVersion")
+
+
+def _fault_point(batch_id: int) -> None:
+    """Test hook: with SQL_EXT_FAULT_PAUSE=<file>, the first batch whose MERGE committed
+    writes its id to <file> and waits there to be killed (before its offsets are committed)."""
+    marker = os.environ.get("SQL_EXT_FAULT_PAUSE")
+    if marker and not os.path.exists(marker):
+        with open(marker, "w") as out:
+            out.write(str(batch_id))
+        time.sleep(3600)
 
 
 def create_streaming_table(spark: SparkSession, name: str, sql: str, *, checkpoint: str,
@@ -106,8 +122,11 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str, *, checkpoi
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
         batch.createOrReplaceTempView(firings_view)
-        rows = batch.sparkSession.sql(outer_sql)
+        # Computed once, always: the window state of the batch commits only when all of its
+        # partitions run, also when Delta skips the MERGE of a batch replayed after a restart.
+        rows = batch.sparkSession.sql(outer_sql).localCheckpoint(eager=True)
         _merge(rows, name, location, f"sql_ext:{name}", batch_id)
+        _fault_point(batch_id)
 
     writer = (firings.writeStream.foreachBatch(write_batch).queryName(name)
               .option("checkpointLocation", checkpoint))

@@ -1,0 +1,27 @@
+"""A streaming-table driver run as its own process by test_exactly_once.py (not a test).
+
+    python stream_driver.py <warehouse> <source path> <sink path> <checkpoint>
+
+Runs the windowed query over the Delta source, one source version per micro-batch, until all
+available data is processed."""
+
+import sys
+
+import sql_ext
+from sql_ext.streaming import create_streaming_table
+
+QUERY = """
+    SELECT k, PANE_START() AS s, PANE_TIMING() AS t, PANE_INDEX() AS i,
+           ARRAY_SORT(COLLECT_LIST(id)) AS ids, SUM(v) AS total
+    FROM STREAM(source_stream)
+    WINDOW TIME_INTERVAL(10, 5, 15) ON event_time OVER (PARTITION BY k) WATERMARK DELAY 2"""
+
+if __name__ == "__main__":
+    warehouse, source, sink, checkpoint = sys.argv[1:5]
+    spark = sql_ext.session(warehouse=warehouse)
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(source) \
+        .createOrReplaceTempView("source_stream")
+    create_streaming_table(spark, "exactly_once_out", QUERY, checkpoint=checkpoint,
+                           location=sink).awaitTermination()
+    spark.stop()
