@@ -121,7 +121,7 @@ final class AggregateReplay(
       if (layout.globalReplay) {
         if (window == null) { window = newWindow(row); clockEnd = layout.clockEnd(row) }
         window.insert(key.copy(), compact(row), clock)(emit)
-        metrics.sawPartitions(window.partitionCount)
+        peak = math.max(peak, window.partitionCount)
         return
       }
       if (currentKey == null || key != currentKey) {
@@ -140,7 +140,13 @@ final class AggregateReplay(
       aggregates.clear()
     }
 
-    private def finish(): Unit = { endOfKey(); finished = true }
+    private var peak = 0
+
+    private def finish(): Unit = {
+      endOfKey()
+      finished = true
+      metrics.sawPartitions(if (layout.globalReplay) peak else 1)
+    }
   }
 }
 

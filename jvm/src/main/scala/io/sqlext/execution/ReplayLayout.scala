@@ -36,13 +36,18 @@ final case class ReplayLayout(spec: WindowSpec, input: Seq[Attribute], meta: Seq
     case _ => d
   }
 
-  val deltaThreshold: Double = threshold(spec.delta, typeAt(deltaOrdinal))
-  val triggerThreshold: Double = threshold(spec.triggerDelta, typeAt(triggerOrdinal))
+  // Resolved once: these are read for every tuple.
+  private val deltaType = typeAt(deltaOrdinal)
+  private val triggerType = typeAt(triggerOrdinal)
+  private lazy val eventType = typeAt(eventOrdinal)
+  private lazy val watermarkType = typeAt(watermarkOrdinal)
 
-  def deltaValue(row: InternalRow): Double = ReplayLayout.numeric(row, deltaOrdinal,
-    typeAt(deltaOrdinal))
-  def triggerValue(row: InternalRow): Double = ReplayLayout.numeric(row, triggerOrdinal,
-    typeAt(triggerOrdinal))
+  val deltaThreshold: Double = threshold(spec.delta, deltaType)
+  val triggerThreshold: Double = threshold(spec.triggerDelta, triggerType)
+
+  def deltaValue(row: InternalRow): Double = ReplayLayout.numeric(row, deltaOrdinal, deltaType)
+  def triggerValue(row: InternalRow): Double =
+    ReplayLayout.numeric(row, triggerOrdinal, triggerType)
 
   /** Rows that cannot be windowed: a DELTA value or the replayed arrival time is NULL. */
   def notWindowable(row: InternalRow): Boolean =
@@ -63,11 +68,10 @@ final case class ReplayLayout(spec: WindowSpec, input: Seq[Attribute], meta: Seq
   val watermarkOrdinal: Int = ordinal(WindowSpec.WatermarkColumn)
 
   /** Event times, watermarks and pane geometry in microseconds. */
-  def eventTime(row: InternalRow): Long = ReplayLayout.toMicros(row, eventOrdinal,
-    typeAt(eventOrdinal))
+  def eventTime(row: InternalRow): Long = ReplayLayout.toMicros(row, eventOrdinal, eventType)
   def watermarkMarker(row: InternalRow): Option[Long] =
     if (watermarkOrdinal < 0 || row.isNullAt(watermarkOrdinal)) None
-    else Some(ReplayLayout.toMicros(row, watermarkOrdinal, typeAt(watermarkOrdinal)))
+    else Some(ReplayLayout.toMicros(row, watermarkOrdinal, watermarkType))
 
   def paneSpec: PaneSpec = PaneSpec(ReplayLayout.micros(spec.duration),
     ReplayLayout.micros(spec.period), math.round(spec.discard * 1e6),

@@ -41,6 +41,7 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
     private var position = 0
     private var finished = false
     private var maxEventTime = Long.MinValue
+    private var peak = 0
 
     override def hasNext: Boolean = {
       while ((firing == null || position >= firing.tuples.length) && !advance()) {}
@@ -79,7 +80,7 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
         if (layout.timeBased) window.advanceClock(clock)(emit)
         if (layout.isMarker(row)) window.punctuate(clock)(emit)
         else window.insert(keyOf(row).copy(), copyOf(row), clock)(emit)
-        metrics.sawPartitions(window.partitionCount)
+        peak = math.max(peak, window.partitionCount)
         return
       }
       val key = keyOf(row)
@@ -91,13 +92,12 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
         clockEnd = layout.clockEnd(row)
       }
       if (layout.timeBased) window.advanceClock(clock)(emit)
-      if (spec.policy == "punct") {
+      if (spec.isFilePunct) {
         val file = row.getUTF8String(layout.fileOrdinal)
         if (currentFile != null && file != currentFile) window.punctuate(clock)(emit)
         currentFile = file.clone()
       }
       window.insert(currentKey, copyOf(row), clock)(emit)
-      metrics.sawPartitions(window.partitionCount)
     }
 
     /** TIME_INTERVAL: a WATERMARK BY marker row, or a tuple followed by its DELAY watermark. */
@@ -105,7 +105,7 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
       case Some(watermark) => window.advanceClock(watermark)(emit)
       case None =>
         window.insert(keyOf(row).copy(), copyOf(row), 0L)(emit)
-        metrics.sawPartitions(window.partitionCount)
+        peak = math.max(peak, window.partitionCount)
         if (spec.watermark == "delay") {
           maxEventTime = math.max(maxEventTime, layout.eventTime(row))
           window.advanceClock(maxEventTime - math.round(spec.watermarkDelay * 1e6))(emit)
@@ -114,7 +114,7 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
 
     /** A key's input ended: its last file ends with a punctuation, and the clock runs out. */
     private def endOfKey(): Unit = if (window != null && currentKey != null) {
-      if (spec.policy == "punct") window.punctuate(clockEnd)(emit)
+      if (spec.isFilePunct) window.punctuate(clockEnd)(emit)
       if (layout.timeBased) window.advanceClock(clockEnd)(emit)
       evicted += window.evictedTuples
       window.discard(currentKey)
@@ -134,6 +134,8 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
         }
       } else endOfKey()
       finished = true
+      // Keys replayed one after another hold one partition at a time.
+      metrics.sawPartitions(if (layout.globalReplay) peak else if (window != null) 1 else 0)
       metrics.evictedDropped += evicted
       if (skipped > 0) {
         logWarning(s"sql_ext window ${spec.policyText}: $skipped rows were not windowed " +

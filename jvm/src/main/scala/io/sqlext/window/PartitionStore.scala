@@ -43,15 +43,18 @@ final class PartitionStore[K, T](
     lastBuffer
   }
 
-  /** Appends a tuple, then runs the count-type partition eviction checks. */
-  def append(key: K, tuple: T, clock: Long, emit: Firing[K, T] => Unit): Unit = {
-    tuples(key).append(tuple)
+  /** Appends a tuple, then runs the count-type partition eviction checks; the partition's
+   *  size afterwards, or 0 when eviction took it. */
+  def append(key: K, tuple: T, clock: Long, emit: Firing[K, T] => Unit): Int = {
+    val buffer = tuples(key)
+    buffer.append(tuple)
     total += 1
-    listener.foreach(_.appended(key, tuple))
-    recency.foreach { r =>
-      r.touched(key, PartitionRecency.secondOf(clock))
-      evict(r.overLimit(partitions.size, total, size), emit)
-    }
+    if (listener.isDefined) listener.get.appended(key, tuple)
+    if (recency.isEmpty) return buffer.length
+    val r = recency.get
+    r.touched(key, PartitionRecency.secondOf(clock))
+    evict(r.overLimit(partitions.size, total, size), emit)
+    if (lastBuffer eq buffer) buffer.length else size(key)
   }
 
   /** A tuple left a partition (sliding eviction); the partition may be removed when empty. */
@@ -75,7 +78,7 @@ final class PartitionStore[K, T](
 
   /** The age check, before a tuple, a punctuation or a tick at `clock`. */
   def checkAge(clock: Long, emit: Firing[K, T] => Unit): Unit =
-    recency.foreach(r => evict(r.aged(PartitionRecency.secondOf(clock)), emit))
+    if (recency.isDefined) evict(recency.get.aged(PartitionRecency.secondOf(clock)), emit)
 
   /** Fires the partition's content (a copy for sliding triggers, the buffer when it goes). */
   def fire(key: K, event: String, emit: Firing[K, T] => Unit, keep: Boolean): Unit = {

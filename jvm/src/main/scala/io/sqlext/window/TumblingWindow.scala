@@ -56,8 +56,7 @@ final class TumblingWindow[K, T](
     store.checkAge(clock, emit)
     policy match {
       case Count(n) =>
-        store.append(key, tuple, clock, emit)
-        if (store.size(key) >= n) flush(key, emit)
+        if (store.append(key, tuple, clock, emit) >= n) flush(key, emit)
       case Delta(d) =>
         val tuples = store.tuples(key)
         // Compared with the OLDEST tuple, strictly; a smaller value never tumbles.

@@ -36,13 +36,14 @@ final case class WindowSpec(
     watermark: String = "",
     watermarkDelay: Double = 0.0) {
 
-  def isPanes: Boolean = kind == "time_interval"
+  @transient lazy val isPanes: Boolean = kind == "time_interval"
+  @transient lazy val isFilePunct: Boolean = policy == "punct"
 
   /** TIME_INTERVAL without a watermark: all input is present, a pure row-to-panes expansion. */
   def isPaneExpansion: Boolean = isPanes && watermark.isEmpty
 
   /** TIME policies and AGE eviction read the replayed clock (the ORDER BY timestamp). */
-  def usesClock: Boolean =
+  @transient lazy val usesClock: Boolean =
     policy == "time" || trigger == "time" || partitionEviction == "age"
 }
 
