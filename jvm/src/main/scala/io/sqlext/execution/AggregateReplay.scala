@@ -4,7 +4,6 @@ import io.sqlext.window.{AggregateLayout, AggregateKind, CompactTuple, Firing, S
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.types._
-import org.apache.spark.unsafe.types.UTF8String
 
 import scala.collection.mutable
 
@@ -52,17 +51,8 @@ final class AggregateReplay(
     var i = 0
     keyTypes.zipWithIndex.foreach { case (t, k) =>
       values(i) = if (f.key.isNullAt(k)) null else f.key.get(k, t); i += 1 }
-    layout.meta.foreach { m =>
-      values(i) = m.name match {
-        case WindowSpec.FireColumn | "__sx_wid" => f.windowId
-        case "__sx_pstart" => f.tuples.head.arrival
-        case "__sx_pend" => f.tuples.last.arrival
-        case "__sx_timing" => UTF8String.fromString("ON_TIME")
-        case "__sx_pidx" => 0L
-        case "__sx_event" => UTF8String.fromString(f.event)
-      }
-      i += 1
-    }
+    layout.metaValues(f.windowId, f.event, f.paneIndex, f.tuples.head.arrival,
+      f.tuples.last.arrival).foreach { v => values(i) = v; i += 1 }
     aggregateLayout.result(partial).zip(outputTypes).foreach { case (v, t) =>
       values(i) = v.map(AggregateReplay.convert(_, t)).orNull; i += 1 }
     pending.enqueue(project(new GenericInternalRow(values)).copy())
@@ -118,7 +108,7 @@ final class AggregateReplay(
       if (layout.notWindowable(row)) { metrics.notWindowed += 1; return }
       val clock = layout.clock(row)
       val key = keyOf(row)
-      if (layout.globalReplay) {
+      if (spec.replaysGlobally) {
         if (window == null) { window = newWindow(row); clockEnd = layout.clockEnd(row) }
         window.insert(key.copy(), compact(row), clock)(emit)
         peak = math.max(peak, window.partitionCount)
@@ -134,7 +124,7 @@ final class AggregateReplay(
     }
 
     private def endOfKey(): Unit = if (window != null) {
-      if (layout.timeBased) window.advanceClock(clockEnd)(emit)
+      if (spec.timeBased) window.advanceClock(clockEnd)(emit)
       metrics.evictedDropped += window.evictedTuples
       if (currentKey != null) window.discard(currentKey)
       aggregates.clear()
@@ -145,7 +135,7 @@ final class AggregateReplay(
     private def finish(): Unit = {
       endOfKey()
       finished = true
-      metrics.sawPartitions(if (layout.globalReplay) peak else 1)
+      metrics.sawPartitions(if (spec.replaysGlobally) peak else 1)
     }
   }
 }

@@ -1,12 +1,11 @@
 package io.sqlext.execution
 
-import io.sqlext.window.WindowSpec
+import io.sqlext.window.{Firing, WindowSpec}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, SortOrder, UnsafeRow}
 import org.apache.spark.sql.execution.{SortExec, SparkPlan}
 import org.apache.spark.sql.execution.metric.SQLMetric
-import org.apache.spark.unsafe.types.UTF8String
 
 /**
  * An unpartitioned TUMBLING COUNT(n) without a single-task funnel. The input arrives range
@@ -35,16 +34,11 @@ object GlobalCountReplay {
       val sorted = sorter.createSorter().sort(rows.asInstanceOf[Iterator[UnsafeRow]])
       val joiner = layout.outputJoiner
       val metaProjection = layout.metaProjection
-      val values = new Array[Any](layout.meta.length)
+      // Only the window number changes from row to row; the rest is set once.
+      val values = layout.metaValues(0L, Firing.Flush, 0L, null, null)
       val meta = new GenericInternalRow(values)
       val windowSlots = layout.meta.map(_.name).zipWithIndex.collect {
         case (WindowSpec.FireColumn | "__sx_wid", i) => i
-      }
-      layout.meta.map(_.name).zipWithIndex.foreach {
-        case ("__sx_timing", i) => values(i) = UTF8String.fromString("ON_TIME")
-        case ("__sx_pidx", i) => values(i) = 0L
-        case ("__sx_event", i) => values(i) = UTF8String.fromString("FLUSH")
-        case _ =>
       }
       var number = offsets(partition)
       sorted.takeWhile(_ => number < complete).map { row =>

@@ -56,14 +56,6 @@ final case class ReplayLayout(spec: WindowSpec, input: Seq[Attribute], meta: Seq
       (triggerOrdinal >= 0 && row.isNullAt(triggerOrdinal)) ||
       (spec.usesClock && row.isNullAt(orderOrdinal))
 
-  /** TIME policies replay a clock; ticks and timers need the whole input's time span. */
-  val timeBased: Boolean = spec.policy == "time" || spec.trigger == "time"
-
-  /** One window over all keys: markers, partition eviction and watermarks act across
-   *  partitions. */
-  val globalReplay: Boolean =
-    spec.policy == "punct_expr" || spec.partitionEviction.nonEmpty || spec.isPanes
-
   val eventOrdinal: Int = ordinal(WindowSpec.EventTimeColumn)
   val watermarkOrdinal: Int = ordinal(WindowSpec.WatermarkColumn)
 

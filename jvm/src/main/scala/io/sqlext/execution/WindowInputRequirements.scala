@@ -17,9 +17,7 @@ trait WindowInputRequirements { self: SparkPlan =>
   protected def column(name: String): Option[Attribute] = inputs.find(_.name == name)
   protected def keyAttrs: Seq[Attribute] = spec.partitionColumns.flatMap(column)
 
-  /** Markers and partition eviction act across partitions: one global arrival order. */
-  protected def globalOrder: Boolean =
-    spec.policy == "punct_expr" || spec.partitionEviction.nonEmpty || spec.isPanes
+  protected def globalOrder: Boolean = spec.replaysGlobally
 
   /** An operator that numbers its tuples in parallel sorts inside its tasks. */
   protected def parallelCount: Boolean = false

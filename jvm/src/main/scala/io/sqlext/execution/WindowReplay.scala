@@ -74,10 +74,10 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
     private def consume(row: InternalRow): Unit = {
       if (layout.notWindowable(row)) { skipped += 1; metrics.notWindowed += 1; return }
       val clock = layout.clock(row)
-      if (layout.globalReplay) {
+      if (spec.replaysGlobally) {
         if (window == null) { window = newWindow(row); clockEnd = layout.clockEnd(row) }
         if (spec.isPanes) { replayPanes(row); return }
-        if (layout.timeBased) window.advanceClock(clock)(emit)
+        if (spec.timeBased) window.advanceClock(clock)(emit)
         if (layout.isMarker(row)) window.punctuate(clock)(emit)
         else window.insert(keyOf(row).copy(), copyOf(row), clock)(emit)
         peak = math.max(peak, window.partitionCount)
@@ -91,7 +91,7 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
         currentFile = null
         clockEnd = layout.clockEnd(row)
       }
-      if (layout.timeBased) window.advanceClock(clock)(emit)
+      if (spec.timeBased) window.advanceClock(clock)(emit)
       if (spec.isFilePunct) {
         val file = row.getUTF8String(layout.fileOrdinal)
         if (currentFile != null && file != currentFile) window.punctuate(clock)(emit)
@@ -115,14 +115,14 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
     /** A key's input ended: its last file ends with a punctuation, and the clock runs out. */
     private def endOfKey(): Unit = if (window != null && currentKey != null) {
       if (spec.isFilePunct) window.punctuate(clockEnd)(emit)
-      if (layout.timeBased) window.advanceClock(clockEnd)(emit)
+      if (spec.timeBased) window.advanceClock(clockEnd)(emit)
       evicted += window.evictedTuples
       window.discard(currentKey)
     }
 
     private def finish(): Unit = {
-      if (layout.globalReplay && window != null) {
-        if (layout.timeBased) window.advanceClock(clockEnd)(emit)
+      if (spec.replaysGlobally && window != null) {
+        if (spec.timeBased) window.advanceClock(clockEnd)(emit)
         evicted += window.evictedTuples
         window match {
           case panes: TimeIntervalWindow[_, _] =>
@@ -135,7 +135,7 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
       } else endOfKey()
       finished = true
       // Keys replayed one after another hold one partition at a time.
-      metrics.sawPartitions(if (layout.globalReplay) peak else if (window != null) 1 else 0)
+      metrics.sawPartitions(if (spec.replaysGlobally) peak else if (window != null) 1 else 0)
       metrics.evictedDropped += evicted
       if (skipped > 0) {
         logWarning(s"sql_ext window ${spec.policyText}: $skipped rows were not windowed " +

@@ -37,6 +37,14 @@ final case class WindowSpec(
     watermarkDelay: Double = 0.0) {
 
   @transient lazy val isPanes: Boolean = kind == "time_interval"
+
+  /** TIME policies replay a clock; ticks and timers need the whole input's time span. */
+  @transient lazy val timeBased: Boolean = policy == "time" || trigger == "time"
+
+  /** PUNCT(expr) markers, partition eviction and watermarks act across partitions: one
+   *  window replays all tuples in one global arrival order. */
+  @transient lazy val replaysGlobally: Boolean =
+    policy == "punct_expr" || partitionEviction.nonEmpty || isPanes
   @transient lazy val isFilePunct: Boolean = policy == "punct"
 
   /** TIME_INTERVAL without a watermark: all input is present, a pure row-to-panes expansion. */
