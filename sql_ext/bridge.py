@@ -1,16 +1,19 @@
 """The one py4j bridge: registers the Python rewriter with the JVM's RewritingParser.
 
-The JVM calls `rewrite` only for statements Spark's own parser rejected. The answer protocol is
-documented on io.sqlext.parser.SqlRewriter.
+The JVM calls `rewrite` only for statements Spark's own parser rejected (or parsed as its own
+CREATE STREAMING TABLE), and `execute` when it runs a streaming statement. The answer protocol
+is documented on io.sqlext.parser.SqlRewriter.
 """
 
 from __future__ import annotations
 
 import logging
 
+from pyspark import SparkContext
 from pyspark.java_gateway import ensure_callback_server_started
 from pyspark.sql import SparkSession
 
+from sql_ext import statements
 from sql_ext.dialect import has_window_clause
 from sql_ext.errors import WindowSqlError
 from sql_ext.rewrite import rewrite
@@ -20,9 +23,12 @@ log = logging.getLogger("sql_ext")
 
 def answer(sql: str) -> str:
     """The JVM-facing answer for one statement text."""
-    if not has_window_clause(sql):
-        return "PASS"
     try:
+        statement = statements.statement_of(sql)
+        if statement is not None:
+            return "COMMAND\n" + statements.kind_of(statement)
+        if not has_window_clause(sql):
+            return "PASS"
         return "SQL\n" + rewrite(sql)
     except WindowSqlError as error:
         return f"ERROR\n{error.line}\n{max(error.column - 1, 0)}\n{error.message}"
@@ -34,6 +40,10 @@ def answer(sql: str) -> str:
 class _Rewriter:
     def rewrite(self, sql_text: str) -> str:
         return answer(sql_text)
+
+    def execute(self, sql_text: str, jsession) -> str:
+        spark = SparkSession(SparkContext._active_spark_context, jsession)
+        return statements.answer_execute(sql_text, spark)
 
     class Java:
         implements = ["io.sqlext.parser.SqlRewriter"]

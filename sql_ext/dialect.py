@@ -5,6 +5,13 @@
     [OVER (PARTITION BY ... ORDER BY ...)] [WATERMARK DELAY d | WATERMARK BY expr]
     [PARTITION EVICTION AGE(s) | COUNT(n) | TUPLES(n)] [EMIT INCOMPLETE] [EMIT EVICTED]
 
+and the streaming statements of spec/sql.md section 5:
+
+    CREATE STREAMING TABLE <name> [LOCATION '<path>'] [CHECKPOINT '<path>']
+      [TRIGGER AVAILABLE NOW | TRIGGER EVERY <duration>] AS <windowed query over STREAM(...)>
+    SHOW STREAMS
+    STOP STREAM <name>
+
 It only extends sqlglot's tables: `WINDOW` followed by TUMBLING, SLIDING or TIME_INTERVAL
 becomes an `SplWindow` node under the SELECT's "sx_window" arg; any other `WINDOW` keeps its
 standard meaning (named windows). Validation lives in window_model.py.
@@ -55,6 +62,21 @@ class SplWindow(exp.Expression):
         return self.this.upper()
 
 
+class CreateStreamingTable(exp.Expression):
+    """CREATE STREAMING TABLE: `this` the table, `expression` the windowed SELECT."""
+
+    arg_types = {"this": True, "expression": True, "location": False, "checkpoint": False,
+                 "trigger": False}  # trigger: None (AVAILABLE NOW) or a duration expression
+
+
+class ShowStreams(exp.Expression):
+    arg_types = {}
+
+
+class StopStream(exp.Expression):
+    arg_types = {"this": True}
+
+
 def mark_position(node: exp.Expression, token) -> exp.Expression:
     """Remembers where a clause started, so validation errors can name line and column."""
     node.meta["sx_line"] = token.line
@@ -67,6 +89,46 @@ class SqlExtParser(SparkParser):
         **SparkParser.QUERY_MODIFIER_PARSERS,
         TokenType.WINDOW: lambda self: self._parse_window_modifier(),
     }
+
+    def _parse_statement(self):
+        start = self._curr
+        if self._match_text_seq("CREATE", "STREAMING", "TABLE"):
+            return mark_position(self._parse_create_streaming_table(), start)
+        if start.token_type == TokenType.SHOW and self._next is not None \
+                and self._next.text.strip().upper() == "STREAMS":  # SHOW's tail is one string
+            self._advance(2)
+            return mark_position(ShowStreams(), start)
+        if self._match_text_seq("STOP", "STREAM"):
+            return mark_position(StopStream(this=self._parse_table_parts()), start)
+        return super()._parse_statement()
+
+    def _parse_create_streaming_table(self) -> CreateStreamingTable:
+        statement = CreateStreamingTable(this=self._parse_table_parts())
+        while not self._match(TokenType.ALIAS):
+            token = self._curr
+            if self._match_text_seq("LOCATION") or self._match_text_seq("CHECKPOINT"):
+                clause = self._prev.text.lower()
+                if statement.args.get(clause) is not None:
+                    raise error_at(self._prev, f"{clause.upper()} is given twice")
+                if not self._match(TokenType.STRING):
+                    raise error_at(self._curr or self._prev,
+                                   f"{clause.upper()} must be followed by a quoted path")
+                statement.set(clause, exp.Literal.string(self._prev.text))
+            elif self._match(TokenType.TRIGGER):
+                if self._match_text_seq("AVAILABLE", "NOW"):
+                    statement.set("trigger", None)
+                elif self._match_text_seq("EVERY"):
+                    statement.set("trigger", mark_position(self._parse_term(), self._curr
+                                                           or self._prev))
+                else:
+                    raise error_at(self._curr or token,
+                                   "TRIGGER must be followed by AVAILABLE NOW or EVERY <duration>")
+            else:
+                found = token.text if token else "end of statement"
+                raise error_at(token or self._prev, "expected LOCATION, CHECKPOINT, TRIGGER or "
+                                                    f"AS in CREATE STREAMING TABLE, found {found}")
+        statement.set("expression", self._parse_select())
+        return statement
 
     def _parse_window_modifier(self):
         after = self._next

@@ -33,18 +33,24 @@ log = logging.getLogger("sql_ext")
 KEY_COLUMN = "_sx_key"
 
 
+STREAM_COLUMNS = ("name", "active", "batch", "rows_in", "rows_out", "watermark", "state_rows",
+                  "state_bytes", "checkpoint")
+
+
 @dataclass
 class StreamingTable:
     name: str
-    sql: str
+    checkpoint: str
     query: StreamingQuery
+    progress: object  # the JVM io.sqlext.streaming.StreamProgress (per-batch totals)
+    rows_out: int = 0  # rows MERGEd into the table (firings after aggregation)
 
 
 _running: dict[str, StreamingTable] = {}
 
 
-def _windowed_select(sql: str) -> exp.Select:
-    statements = parse(sql)
+def _windowed_select(sql: str | exp.Select) -> exp.Select:
+    statements = parse(sql) if isinstance(sql, str) else [sql.copy()]
     select = statements[0] if len(statements) == 1 else None
     if not isinstance(select, exp.Select) or select.args.get("sx_window") is None \
             or stream_source(select) is None:
@@ -97,19 +103,39 @@ def _fault_point(batch_id: int) -> None:
         time.sleep(3600)
 
 
-def create_streaming_table(spark: SparkSession, name: str, sql: str, *, checkpoint: str,
+def _only_read_columns(lowered: LoweredWindow) -> exp.Select:
+    """The inner SELECT with `*` narrowed to the source columns the aggregation reads: window
+    state keeps every column it is given, and the optimizer cannot prune through it.
+
+        SELECT *, k AS __sx_p0, ts AS __sx_event FROM s  ->  SELECT x, k AS __sx_p0, ... FROM s
+    """
+    reading = lowered.outer.copy()
+    reading.set("from_", None)
+    read = sorted({c.name for c in reading.find_all(exp.Column)
+                   if not c.name.startswith("__sx_")})
+    inner = lowered.inner.copy()
+    helpers = [e for e in inner.expressions if not isinstance(e, exp.Star)]
+    inner.set("expressions", [exp.column(c, quoted=True) for c in read] + helpers)
+    return inner
+
+
+def create_streaming_table(spark: SparkSession, name: str, sql: str | exp.Select, *,
+                           checkpoint: str,
                            location: str | None = None,
                            trigger: str | float = "available_now") -> StreamingQuery:
     """Starts `sql` (a windowed SELECT over FROM STREAM(source)) into the Delta table `name`.
     trigger: "available_now" (process what is there, then stop) or seconds between batches."""
     import json
 
+    running = _running.get(name)
+    if running is not None and running.query.isActive:
+        raise WindowSqlError(f"streaming table {name} is running: STOP STREAM {name} first")
     select = _windowed_select(sql)
     lowered: LoweredWindow = lower_parts(select, streaming=True)
     source_view = f"__sx_source_{name}"
     _source_stream(spark, stream_source(select)).createOrReplaceTempView(source_view)
     lowered.inner.set("from_", exp.From(this=exp.to_table(source_view)))
-    tuples = spark.sql(lowered.inner.sql(dialect="spark"))
+    tuples = spark.sql(_only_read_columns(lowered).sql(dialect="spark"))
     jvm = spark.sparkContext._jvm
     firings = DataFrame(jvm.io.sqlext.streaming.StreamingWindows.firings(
         tuples._jdf, json.dumps(lowered.spec)), spark)
@@ -126,34 +152,62 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str, *, checkpoi
         # partitions run, also when Delta skips the MERGE of a batch replayed after a restart.
         rows = batch.sparkSession.sql(outer_sql).localCheckpoint(eager=True)
         _merge(rows, name, location, f"sql_ext:{name}", batch_id)
+        table = _running.get(name)
+        if table is not None:
+            written = rows.count()
+            table.rows_out += written
+            log.info("sql_ext stream %s batch %d: %d rows written", name, batch_id, written)
         _fault_point(batch_id)
 
     writer = (firings.writeStream.foreachBatch(write_batch).queryName(name)
               .option("checkpointLocation", checkpoint))
     writer = writer.trigger(availableNow=True) if trigger == "available_now" \
         else writer.trigger(processingTime=f"{float(trigger)} seconds")
+    progress = jvm.io.sqlext.streaming.StreamProgress
+    progress.watch(spark._jsparkSession)
     query = writer.start()
-    _running[name] = StreamingTable(name, sql, query)
+    table = StreamingTable(name, checkpoint, query, progress)
+    if running is not None and running.query.id == query.id:  # the same stream, resumed
+        table.rows_out = running.rows_out
+    _running[name] = table
     log.info("sql_ext streaming table %s started (checkpoint %s)", name, checkpoint)
     return query
 
 
 def show_streams() -> list[dict]:
-    """The streaming tables of this process with their state and last progress."""
-    out = []
-    for table in _running.values():
-        progress = table.query.lastProgress or {}
-        out.append({"name": table.name, "active": table.query.isActive,
-                    "batch": progress.get("batchId"),
-                    "rows_in": progress.get("numInputRows"),
-                    "watermark": (progress.get("eventTime") or {}).get("watermark"),
-                    "state_rows": sum(op.get("numRowsTotal", 0)
-                                      for op in progress.get("stateOperators", []))})
-    return out
+    """The streaming tables started in this process (running or ended), one dict each with
+    STREAM_COLUMNS: last batch, rows read and rows written (totals over the runs of the stream
+    in this process), watermark, state size (rows and bytes in the state store)."""
+    return [_status(table) for table in _running.values()]
 
 
-def stop_stream(name: str) -> None:
-    table = _running.pop(name, None)
-    if table is None:
+def state_curve(name: str) -> list[tuple[int, int]]:
+    """(batch id, rows in the state store) of each micro-batch of a streaming table."""
+    table = _running[name]
+    flat = list(table.progress.stateCurve(str(table.query.id)))
+    return list(zip(flat[::2], flat[1::2]))
+
+
+def _status(table: StreamingTable) -> dict:
+    progress = table.query.lastProgress or {}
+    states = progress.get("stateOperators", [])
+    return {"name": table.name, "active": table.query.isActive,
+            "batch": progress.get("batchId"),
+            "rows_in": table.progress.rowsIn(str(table.query.id)),
+            "rows_out": table.rows_out,
+            "watermark": (progress.get("eventTime") or {}).get("watermark"),
+            "state_rows": sum(op.get("numRowsTotal", 0) for op in states),
+            "state_bytes": sum(op.get("memoryUsedBytes", 0) for op in states),
+            "checkpoint": table.checkpoint}
+
+
+def stop_stream(name: str, timeout: float = 60.0) -> None:
+    """Stops a running streaming table between two micro-batches when it can (a stop in the
+    middle of a batch interrupts it; the batch is then redone at the next start)."""
+    table = _running.get(name)
+    if table is None or not table.query.isActive:
         raise WindowSqlError(f"STOP STREAM {name}: no streaming table of that name is running")
+    deadline = time.monotonic() + timeout
+    while table.query.status.get("isTriggerActive") and time.monotonic() < deadline:
+        time.sleep(0.05)
     table.query.stop()

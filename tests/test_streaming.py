@@ -112,7 +112,7 @@ def test_closed_panes_leave_the_state_store(spark, tmp_path):
             .write.format("delta").mode("append").saveAsTable("state_src")
         create_streaming_table(spark, "state_out", QUERY.format(source="state_src"),
                                checkpoint=checkpoint).awaitTermination()
-    panes = spark.read.format("statestore").option("stateVarName", "panes").load(checkpoint)
+    panes = spark.read.format("statestore").option("stateVarName", "pane").load(checkpoint)
     # 400 s lies in panes [395, 405) and [400, 410); every earlier pane closed at W = 398.
     assert panes.count() == 2
     assert spark.table("state_out").count() == 8  # every closed pane fired once per key

@@ -78,3 +78,29 @@ def test_beeline_runs_windowed_sql(server):
     lines = [re.sub(r"^\d+: jdbc:\S*> ", "", line) for line in result.stdout.splitlines()]
     lines = [line for line in lines if line.strip()]
     assert lines == ["customer,n,total", "A,0,9.0", "A,1,27.0", "B,0,12.0", "B,1,30.0"]
+
+
+def test_streaming_table_statements_over_thrift(server):
+    """CREATE STREAMING TABLE, SHOW STREAMS and STOP STREAM from a JDBC client: the stream
+    runs in the server's process on the client's session."""
+    with hive.connect(host="127.0.0.1", port=server) as conn:
+        cursor = conn.cursor()
+        cursor.execute("CREATE TABLE thrift_events (k STRING, ts TIMESTAMP, v DOUBLE) USING DELTA")
+        cursor.execute("INSERT INTO thrift_events VALUES ('a', TIMESTAMP'2020-01-01 00:00:01', 1),"
+                       " ('a', TIMESTAMP'2020-01-01 00:00:07', 2),"
+                       " ('b', TIMESTAMP'2020-01-01 00:00:12', 4),"
+                       " ('a', TIMESTAMP'2020-01-01 00:00:31', 8)")
+        cursor.execute("CREATE STREAMING TABLE thrift_sums AS "
+                       "SELECT k, PANE_START() AS s, SUM(v) AS total FROM STREAM(thrift_events) "
+                       "WINDOW TIME_INTERVAL(10) ON ts OVER (PARTITION BY k) WATERMARK DELAY 0")
+        cursor.execute("SELECT k, CAST(s AS STRING), total FROM thrift_sums ORDER BY k, s")
+        # The watermark after the batch is 00:00:31: panes [0,10) and [10,20) fired.
+        assert cursor.fetchall() == [("a", "2020-01-01 00:00:00", 3.0),
+                                     ("b", "2020-01-01 00:00:10", 4.0)]
+        cursor.execute("SHOW STREAMS")
+        rows = {row[0]: row for row in cursor.fetchall()}
+        assert rows["thrift_sums"][1] is False and rows["thrift_sums"][3] == 4
+        with pytest.raises(Exception, match="STOP STREAM thrift_sums: no streaming table"):
+            cursor.execute("STOP STREAM thrift_sums")
+        cursor.execute("SELECT COUNT(*) FROM thrift_events")
+        assert cursor.fetchall() == [(4,)]

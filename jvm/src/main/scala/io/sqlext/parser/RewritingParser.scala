@@ -4,7 +4,9 @@ import io.sqlext.SqlExtErrors
 import org.apache.spark.sql.catalyst.{FunctionIdentifier, TableIdentifier}
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParseException, ParserInterface}
-import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import io.sqlext.execution.StreamStatementCommand
+import org.apache.spark.sql.catalyst.plans.logical.{CreateStreamingTable,
+  CreateStreamingTableAsSelect, LogicalPlan}
 import org.apache.spark.sql.types.{DataType, StructType}
 
 /**
@@ -24,17 +26,28 @@ class RewritingParser(delegate: ParserInterface) extends ParserInterface {
     withRewrite(sqlText)(delegate.parseQuery)
 
   private def withRewrite(sqlText: String)(parse: String => LogicalPlan): LogicalPlan = {
-    try parse(sqlText)
-    catch {
-      case original: ParseException =>
-        SqlRewriterRegistry.rewrite(sqlText) match {
-          case Some(answer) if answer.startsWith("SQL\n") => parse(answer.stripPrefix("SQL\n"))
-          case Some(answer) if answer.startsWith("ERROR\n") =>
-            val Array(_, line, column, message) = answer.split("\n", 4)
-            throw SqlExtErrors.parse(sqlText, message, line.toInt, column.toInt)
-          case _ => throw original
-        }
+    val parsed =
+      try parse(sqlText)
+      catch { case original: ParseException => return rewritten(sqlText, parse, original) }
+    parsed match {
+      // Spark's declarative-pipeline statement cannot run in a session: the statement is ours.
+      case _: CreateStreamingTableAsSelect | _: CreateStreamingTable =>
+        rewritten(sqlText, parse, SqlExtErrors.parse(sqlText,
+          "CREATE STREAMING TABLE needs the sql_ext rewriter (build the session with sql_ext)",
+          1, 0))
+      case plan => plan
     }
+  }
+
+  private def rewritten(sqlText: String, parse: String => LogicalPlan, original: Exception)
+      : LogicalPlan = SqlRewriterRegistry.rewrite(sqlText) match {
+    case Some(answer) if answer.startsWith("SQL\n") => parse(answer.stripPrefix("SQL\n"))
+    case Some(answer) if answer.startsWith("COMMAND\n") =>
+      StreamStatementCommand(answer.stripPrefix("COMMAND\n"), sqlText)
+    case Some(answer) if answer.startsWith("ERROR\n") =>
+      val Array(_, line, column, message) = answer.split("\n", 4)
+      throw SqlExtErrors.parse(sqlText, message, line.toInt, column.toInt)
+    case _ => throw original
   }
 
   override def parseExpression(sqlText: String): Expression = delegate.parseExpression(sqlText)

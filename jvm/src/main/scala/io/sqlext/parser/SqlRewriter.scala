@@ -2,6 +2,8 @@ package io.sqlext.parser
 
 import java.util.concurrent.{Executors, ThreadFactory, TimeUnit, TimeoutException}
 
+import org.apache.spark.sql.SparkSession
+
 import scala.concurrent.{Await, ExecutionContext, Future}
 import scala.concurrent.duration._
 
@@ -11,9 +13,13 @@ import scala.concurrent.duration._
  *   "SQL\n<rewritten statement>"   the text was windowed SQL, here it is in plain Spark SQL
  *   "PASS"                         not ours: report Spark's own parse error
  *   "ERROR\n<line>\n<column>\n<message>"   windowed SQL with a mistake at (line, column)
+ *   "COMMAND\n<CREATE|SHOW|STOP>"  a streaming statement, run later through `execute`
+ * `execute` runs a streaming statement on the client's session and answers JSON:
+ * {"rows": [[...], ...]} or {"error": "<message>"}.
  */
 trait SqlRewriter {
   def rewrite(sqlText: String): String
+  def execute(sqlText: String, session: SparkSession): String
 }
 
 /** The process-wide rewriter, registered by `sql_ext` once per session. */
@@ -37,6 +43,13 @@ object SqlRewriterRegistry {
   def unregister(): Unit = current = None
 
   def isRegistered: Boolean = current.isDefined
+
+  /** Runs a streaming statement. Not bounded in time: TRIGGER AVAILABLE NOW runs a stream to
+   *  its end inside the call. */
+  def execute(sqlText: String, session: SparkSession): String = current match {
+    case Some(rewriter) => rewriter.execute(sqlText, session)
+    case None => """{"error": "the sql_ext rewriter is not registered in this process"}"""
+  }
 
   /** Asks the rewriter, bounded in time; None when no rewriter is registered. */
   def rewrite(sqlText: String): Option[String] = current.map { rewriter =>

@@ -9,58 +9,55 @@ import org.apache.spark.sql.types._
 import scala.collection.mutable.ArrayBuffer
 
 /**
- * TIME_INTERVAL panes of one partition key under `transformWithState` (semantics.md section 6).
+ * One TIME_INTERVAL pane of one partition under `transformWithState` (semantics.md section 6):
+ * the grouping key is (partition keys, pane N), the tuples arrive already expanded to their
+ * panes. State per key: the pane's flags and its tuples as a list state, appended once per
+ * micro-batch (never rewritten).
+ *
  * Spark's watermark is the SPL watermark minus the discard age (architecture.md section 3), less
- * 1 ms, so Spark drops exactly the tuples SPL drops (to the millisecond). Each call first lets the panes see the batch's
- * watermark (complete, trigger updated partitions, close), then inserts the batch's tuples: a
+ * 1 ms, so Spark drops exactly the tuples SPL drops. Each call first lets the pane see the
+ * batch's watermark (complete, trigger if updated, close), then adds the batch's tuples: a
  * watermark computed after micro-batch b acts before the tuples of batch b + 1, as in SPL.
- * Timers only wake keys that receive no tuples. State: one map entry per open pane.
+ * Timers wake panes that receive no tuples.
  */
-class PaneProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String])
+class PaneProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String], java8Time: Boolean)
     extends StatefulProcessor[Row, Row, Row] {
 
-  @transient private var panes: MapState[Long, Row] = _
-  @transient private var seen: ValueState[Long] = _
+  @transient private var flags: ValueState[Row] = _
+  @transient private var tuples: ListState[Row] = _
 
   private val geometry = PaneSpec(math.round(spec.duration * 1e6), math.round(spec.period * 1e6),
     math.round(spec.discard * 1e6), math.round(spec.offset * 1e6))
-  private val eventIndex = input.fieldIndex(WindowSpec.EventTimeColumn)
 
   override def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
-    panes = getHandle.getMapState[Long, Row]("panes", Encoders.scalaLong,
-      Encoders.row(PaneProcessor.paneSchema(input)), TTLConfig.NONE)
-    seen = getHandle.getValueState[Long]("watermark", Encoders.scalaLong, TTLConfig.NONE)
+    flags = getHandle.getValueState[Row]("pane", Encoders.row(PaneProcessor.FlagSchema),
+      TTLConfig.NONE)
+    tuples = getHandle.getListState[Row]("tuples", Encoders.row(input), TTLConfig.NONE)
   }
 
   override def handleInputRows(key: Row, rows: Iterator[Row], timers: TimerValues)
       : Iterator[Row] = {
-    val out = ArrayBuffer.empty[Row]
+    val n = key.getLong(key.length - 1)
     val watermarkMs = timers.getCurrentWatermarkInMs()
-    advance(watermarkMs, out)
-    rows.foreach { row =>
-      val time = PaneProcessor.micros(row.get(eventIndex))
-      geometry.panesOf(time).foreach { n =>
-        val pane = Option(panes.getValue(n))
-        if (pane.isEmpty) registerTimers(n, watermarkMs)
-        val complete = pane.exists(_.getBoolean(0))
-        // A tuple for a pane that is already complete (or whose end the watermark passed)
-        // re-fires it at the next advancing watermark.
-        if (complete || splWatermark(watermarkMs) >= geometry.end(n)) {
-          getHandle.registerTimer(watermarkMs + 1) // a timer fires once watermark >= its time
-        }
-        val tuples = pane.map(_.getSeq[Row](3)).getOrElse(Seq.empty) :+ row
-        panes.updateValue(n, Row(complete, true, pane.map(_.getLong(2)).getOrElse(0L), tuples))
-      }
+    val out = advance(n, watermarkMs)
+    val pane = if (flags.exists()) flags.get() else {
+      registerTimers(n, watermarkMs)
+      Row(false, false, 0L, watermarkMs) // created under this watermark: it acts from the next
+
     }
+    tuples.appendList(rows.toArray)
+    // A tuple for a pane that is complete (or whose end the watermark passed) re-fires it at
+    // the next advancing watermark.
+    if (pane.getBoolean(0) || splWatermark(watermarkMs) >= geometry.end(n)) {
+      getHandle.registerTimer(watermarkMs + 1) // a timer fires once watermark >= its time
+    }
+    flags.update(Row(pane.getBoolean(0), true, pane.getLong(2), pane.getLong(3)))
     out.iterator
   }
 
   override def handleExpiredTimer(key: Row, timers: TimerValues, info: ExpiredTimerInfo)
-      : Iterator[Row] = {
-    val out = ArrayBuffer.empty[Row]
-    advance(timers.getCurrentWatermarkInMs(), out)
-    out.iterator
-  }
+      : Iterator[Row] = advance(key.getLong(key.length - 1), timers.getCurrentWatermarkInMs())
+    .iterator
 
   /** SPL's watermark: Spark's runs 1 ms below W - discard, because Spark drops tuples at or
    *  below its watermark and SPL only those strictly below W - discard. */
@@ -77,52 +74,49 @@ class PaneProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String])
     getHandle.registerTimer(at(geometry.end(n) + geometry.discard))
   }
 
-  /** One watermark, once: panes complete, trigger their fresh partition, close. */
-  private def advance(watermarkMs: Long, out: ArrayBuffer[Row]): Unit = {
-    if (seen.exists() && seen.get() >= watermarkMs) return
-    seen.update(watermarkMs)
+  /** One watermark, once per pane: the pane completes, fires if updated, closes. */
+  private def advance(n: Long, watermarkMs: Long): ArrayBuffer[Row] = {
+    val out = ArrayBuffer.empty[Row]
+    if (!flags.exists()) return out
+    val pane = flags.get()
+    if (pane.getLong(3) >= watermarkMs) return out
     val w = splWatermark(watermarkMs)
-    val open = panes.iterator().toSeq.sortBy(_._1)
-    open.foreach { case (n, pane) =>
-      val complete = pane.getBoolean(0) || w >= geometry.end(n)
-      var fresh = pane.getBoolean(1)
-      var firings = pane.getLong(2)
-      val tuples = pane.getSeq[Row](3)
-      if (complete && fresh) {
-        tuples.foreach(t => out += Row.fromSeq(t.toSeq ++ meta(n, firings)))
-        firings += 1
-        fresh = false
-      }
-      if (complete && w - geometry.discard >= geometry.end(n)) panes.removeKey(n)
-      else panes.updateValue(n, Row(complete, fresh, firings, tuples))
+    val complete = pane.getBoolean(0) || w >= geometry.end(n)
+    var fresh = pane.getBoolean(1)
+    var firings = pane.getLong(2)
+    if (complete && fresh) {
+      val meta = metaValues(n, firings)
+      tuples.get().foreach(t => out += Row.fromSeq(t.toSeq ++ meta))
+      firings += 1
+      fresh = false
     }
+    if (complete && w - geometry.discard >= geometry.end(n)) {
+      flags.clear()
+      tuples.clear()
+    } else flags.update(Row(complete, fresh, firings, watermarkMs))
+    out
   }
 
-  private def meta(n: Long, index: Long): Seq[Any] = metaNames.map {
-    case WindowSpec.FireColumn | "__sx_wid" => n
-    case "__sx_pstart" => PaneProcessor.timestamp(geometry.start(n))
-    case "__sx_pend" => PaneProcessor.timestamp(geometry.end(n))
+  private def metaValues(n: Long, index: Long): Seq[Any] = metaNames.map {
+    case "__sx_wid" => n
+    case "__sx_pstart" => timestamp(geometry.start(n))
+    case "__sx_pend" => timestamp(geometry.end(n))
     case "__sx_timing" => if (index == 0) "ON_TIME" else "LATE"
     case "__sx_pidx" => index
     case "__sx_event" => "TRIGGER"
   }
+
+  /** The external timestamp type the session's encoders expect. */
+  private def timestamp(micros: Long): Any =
+    if (java8Time) DateTimeUtils.microsToInstant(micros) else DateTimeUtils.toJavaTimestamp(micros)
 }
 
 object PaneProcessor {
   val BoundaryMs = 1L
 
-  def paneSchema(input: StructType): StructType = new StructType()
+  val FlagSchema: StructType = new StructType()
     .add("complete", BooleanType, nullable = false)
-    .add("fresh", BooleanType, nullable = false)
+    .add("fresh", BooleanType, nullable = false) // tuples arrived since the last firing
     .add("firings", LongType, nullable = false)
-    .add("tuples", ArrayType(input, containsNull = false), nullable = false)
-
-  def micros(value: Any): Long = value match {
-    case t: java.sql.Timestamp => DateTimeUtils.fromJavaTimestamp(t)
-    case i: java.time.Instant => DateTimeUtils.instantToMicros(i)
-    case other => throw new IllegalArgumentException(
-      s"a streaming TIME_INTERVAL needs a TIMESTAMP event time, got $other")
-  }
-
-  def timestamp(micros: Long): java.sql.Timestamp = DateTimeUtils.toJavaTimestamp(micros)
+    .add("seen", LongType, nullable = false) // the last (Spark) watermark acted on
 }
