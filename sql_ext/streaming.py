@@ -9,9 +9,10 @@
 The source's tuples, with the window's helper columns, go through the JVM pane processor under
 transformWithState (state in Spark's state store, event-time timers), which emits every tuple
 of every firing. Each micro-batch then runs the query's ordinary aggregation over its firings
-and MERGEs the rows into the Delta table, keyed by partition keys, window and group keys: a late
-re-firing replaces its pane's row. The MERGE carries Delta's txnAppId/txnVersion, so a batch
-replayed after a restart is written once.
+and writes the rows into the Delta table in one commit: a MERGE keyed by partition keys, window
+and group keys when late re-firings replace earlier rows of their panes, else an append (first
+firings have no row yet). The commit carries Delta's txnAppId/txnVersion, so a batch replayed
+after a restart is written once.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from sql_ext.rewrite import LoweredWindow, lower_parts, parse, stream_source
 
 log = logging.getLogger("sql_ext")
 KEY_COLUMN = "_sx_key"
+INDEX_COLUMN = "_sx_index"
 
 
 STREAM_COLUMNS = ("name", "active", "batch", "rows_in", "rows_out", "watermark", "state_rows",
@@ -43,7 +45,7 @@ class StreamingTable:
     checkpoint: str
     query: StreamingQuery
     progress: object  # the JVM io.sqlext.streaming.StreamProgress (per-batch totals)
-    rows_out: int = 0  # rows MERGEd into the table (firings after aggregation)
+    rows_out: int = 0  # rows written into the table (firings after aggregation)
 
 
 _running: dict[str, StreamingTable] = {}
@@ -69,8 +71,10 @@ def _source_stream(spark: SparkSession, source: str) -> DataFrame:
     return spark.readStream.table(source)
 
 
-def _merge(batch: DataFrame, table: str, location: str | None, app_id: str,
-           batch_id: int) -> None:
+def _write(batch: DataFrame, table: str, location: str | None, app_id: str, batch_id: int,
+           upsert: bool) -> None:
+    """One Delta commit per micro-batch: a MERGE when the batch re-fires panes (their rows
+    replace the earlier ones), else an append (a first firing has no row yet)."""
     session = batch.sparkSession
     if not session.catalog.tableExists(table):
         if location and DeltaTable.isDeltaTable(session, location):
@@ -85,9 +89,12 @@ def _merge(batch: DataFrame, table: str, location: str | None, app_id: str,
     session.conf.set("spark.databricks.delta.write.txnAppId", app_id)
     session.conf.set("spark.databricks.delta.write.txnVersion", str(batch_id))
     try:
-        (DeltaTable.forName(session, table).alias("t")
-         .merge(batch.alias("s"), f"t.{KEY_COLUMN} <=> s.{KEY_COLUMN}")
-         .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+        if upsert:
+            (DeltaTable.forName(session, table).alias("t")
+             .merge(batch.alias("s"), f"t.{KEY_COLUMN} <=> s.{KEY_COLUMN}")
+             .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+        elif not batch.isEmpty():
+            batch.write.format("delta").mode("append").saveAsTable(table)
     finally:
         session.conf.unset("spark.databricks.delta.write.txnAppId")
         session.conf.unset("spark.databricks.delta.write.txnVersion")
@@ -144,6 +151,9 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str | exp.Select
     outer = lowered.outer
     outer.set("from_", exp.From(this=exp.to_table(firings_view)))
     outer = outer.select(exp.alias_(lowered.key, KEY_COLUMN), copy=False)
+    refires = "pane_index" in lowered.spec["meta"]  # LATE firings replace earlier rows
+    if refires:
+        outer = outer.select(exp.alias_(exp.column("__sx_pidx"), INDEX_COLUMN), copy=False)
     outer_sql = outer.sql(dialect="spark")
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
@@ -151,7 +161,10 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str | exp.Select
         # Computed once, always: the window state of the batch commits only when all of its
         # partitions run, also when Delta skips the MERGE of a batch replayed after a restart.
         rows = batch.sparkSession.sql(outer_sql).localCheckpoint(eager=True)
-        _merge(rows, name, location, f"sql_ext:{name}", batch_id)
+        upsert = refires and not rows.where(f"{INDEX_COLUMN} > 0").isEmpty()
+        if refires:
+            rows = rows.drop(INDEX_COLUMN)
+        _write(rows, name, location, f"sql_ext:{name}", batch_id, upsert)
         table = _running.get(name)
         if table is not None:
             written = rows.count()
