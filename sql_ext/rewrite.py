@@ -82,8 +82,8 @@ def _check_supported(window: exp.Expression, model: WindowModel, select: exp.Sel
                      streaming: bool = False) -> None:
     if stream_source(select) is not None and not streaming:
         raise error_at_node(window, "a windowed query over STREAM(...) runs as a streaming "
-                                    "table: sql_ext.create_streaming_table(...) (the CREATE "
-                                    "STREAMING TABLE statement is not supported yet)")
+                                    "table: CREATE STREAMING TABLE <name> AS <query> (or "
+                                    "sql_ext.create_streaming_table(...))")
     if "INCOMPLETE" in model.emit and model.kind != "SLIDING":
         emit = window.args["emit"][model.emit.index("INCOMPLETE")]
         raise error_at_node(emit, "EMIT INCOMPLETE applies to SLIDING windows (a TUMBLING "
@@ -105,9 +105,11 @@ def _helper_columns(model: WindowModel, select: exp.Select,
     helpers = [(p.copy(), f"__sx_p{i}") for i, p in enumerate(model.partition_by)]
     if model.order_by is not None:
         helpers.append((model.order_by.copy(), "__sx_order"))
-    if not streaming:  # a stream's arrival order is its own
-        # Ties in arrival order are broken by scan order.
-        helpers.append((exp.func("monotonically_increasing_id"), "__sx_seq"))
+    if model.kind != "TIME_INTERVAL" or not streaming:
+        # Batch: ties in arrival order are broken by scan order. Streaming: the scan order
+        # within a micro-batch is the arrival order.
+        sequence = "sql_ext_arrival" if streaming else "monotonically_increasing_id"
+        helpers.append((exp.func(sequence), "__sx_seq"))
     if model.kind == "TIME_INTERVAL":
         helpers.append((model.event_time.copy(), "__sx_event"))
         watermark = model.watermark
@@ -123,7 +125,8 @@ def _helper_columns(model: WindowModel, select: exp.Select,
         helpers.append((exp.func("coalesce", policy.marker.copy(), exp.false()), "__sx_punct"))
     elif policy.name == "PUNCT":
         helpers.append((exp.func("input_file_name"), "__sx_file"))
-    if any(p is not None and p.name == "TIME" for p in (policy, model.trigger)):
+    if any(p is not None and p.name == "TIME" for p in (policy, model.trigger)) \
+            and not streaming:  # streaming TIME policies read the wall clock
         # Ticks are window-wide: every task needs the first and last arrival of all input.
         for fn, name in (("min", "__sx_t0"), ("max", "__sx_tmax")):
             bound = exp.select(exp.func(fn, model.order_by.copy())).from_(

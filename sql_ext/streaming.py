@@ -139,6 +139,11 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str | exp.Select
         raise WindowSqlError(f"streaming table {name} is running: STOP STREAM {name} first")
     select = _windowed_select(sql)
     lowered: LoweredWindow = lower_parts(select, streaming=True)
+    if trigger == "available_now" and "time" in (lowered.spec["policy"],
+                                                 lowered.spec.get("trigger")):
+        raise WindowSqlError(f"{lowered.spec['policy_text']}: a streaming TIME policy fires by "
+                             "the wall clock, so it needs a running stream: TRIGGER EVERY "
+                             "<duration> (not AVAILABLE NOW)")
     source_view = f"__sx_source_{name}"
     _source_stream(spark, stream_source(select)).createOrReplaceTempView(source_view)
     lowered.inner.set("from_", exp.From(this=exp.to_table(source_view)))

@@ -2,6 +2,7 @@ package io.sqlext
 
 import io.sqlext.analysis.WindowTableFunction
 import io.sqlext.execution.WindowStrategy
+import io.sqlext.expressions.ArrivalSequence
 import io.sqlext.optimizer.{ExpandPanes, IncrementalWindowAggregate}
 import io.sqlext.parser.RewritingParser
 import org.apache.spark.sql.SparkSessionExtensions
@@ -13,6 +14,8 @@ class SqlExtExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectParser((_, delegate) => new RewritingParser(delegate))
     // Analysis: the rewriter's target, sql_ext_window(TABLE(...), spec), becomes WindowAssign.
     extensions.injectTableFunction(WindowTableFunction.registration)
+    // Analysis: sql_ext_arrival(), the scan order of a streaming micro-batch's rows.
+    extensions.injectFunction(ArrivalSequence.registration)
     // Optimization: TIME_INTERVAL without a watermark becomes a generated Filter(Expand).
     extensions.injectOptimizerRule(session => ExpandPanes(session.sparkContext))
     // Optimization: sliding windows with incremental aggregates emit one row per firing.

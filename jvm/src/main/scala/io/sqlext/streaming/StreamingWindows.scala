@@ -15,10 +15,39 @@ object StreamingWindows {
 
   def firings(input: DataFrame, specJson: String): DataFrame = {
     val spec = WindowSpec.fromJson(specJson)
-    if (!spec.isPanes) {
-      throw SqlExtErrors.analysis(s"${spec.policyText}: streaming runs TIME_INTERVAL windows " +
-        "so far; streaming TUMBLING and SLIDING windows are not supported yet")
+    if (spec.isPanes) panes(input, spec) else partitions(input, spec)
+  }
+
+  /** TUMBLING and SLIDING: one state machine per partition key, in processing time. */
+  private def partitions(input: DataFrame, spec: WindowSpec): DataFrame = {
+    if (spec.replaysGlobally || spec.isFilePunct) {
+      val what = if (spec.partitionEviction.nonEmpty) "PARTITION EVICTION"
+        else if (spec.isFilePunct) "PUNCT() (file punctuations)" else "PUNCT(expr)"
+      throw SqlExtErrors.analysis(s"${spec.policyText}: $what is not supported in streaming " +
+        "yet (it acts across partitions); it runs in batch")
     }
+    val schema = input.schema
+    val keyIndexes = spec.partitionColumns.map(schema.fieldIndex)
+    // An unpartitioned window is one partition; Spark's grouping needs a key column for it.
+    val keySchema = if (keyIndexes.isEmpty) new StructType().add("__sx_all", IntegerType)
+      else StructType(keyIndexes.map(schema.fields))
+    val keyOf: Row => Row = if (keyIndexes.isEmpty) _ => Row(0)
+      else row => Row.fromSeq(keyIndexes.map(row.get))
+    val metaNames = WindowSpec.FireColumn +: spec.meta.distinct.map(WindowSpec.MetaColumns)
+    val output = metaNames.foldLeft(schema) { (s, name) =>
+      s.add(name, metaType(name, schema), nullable = true)
+    }
+    input
+      .groupByKey(keyOf)(Encoders.row(keySchema))
+      // Processing-time mode makes Spark run a batch on every trigger, data or not: only TIME
+      // policies, which need its timers, pay for it.
+      .transformWithState(new WindowProcessor(spec, schema, metaNames),
+        if (spec.timeBased) TimeMode.ProcessingTime() else TimeMode.None(),
+        OutputMode.Append())(Encoders.row(output))
+      .toDF()
+  }
+
+  private def panes(input: DataFrame, spec: WindowSpec): DataFrame = {
     input.schema.find(_.name == WindowSpec.EventTimeColumn).map(_.dataType) match {
       case Some(TimestampType) =>
       case other => throw SqlExtErrors.analysis(s"${spec.policyText}: a streaming " +
@@ -35,7 +64,7 @@ object StreamingWindows {
     val keySchema = StructType(keyIndexes.map(schema.fields))
     val metaNames = spec.meta.distinct.map(WindowSpec.MetaColumns)
     val output = metaNames.foldLeft(schema) { (s, name) =>
-      s.add(name, metaType(name), nullable = true)
+      s.add(name, metaType(name, schema), nullable = true)
     }
     val java8Time = input.sparkSession.conf.get("spark.sql.datetime.java8API.enabled") == "true"
     panes
@@ -60,8 +89,10 @@ object StreamingWindows {
       .where(expr(s"`${WindowSpec.FireColumn}` * $period + $offset + $duration > $time"))
   }
 
-  private def metaType(name: String): DataType = name match {
-    case "__sx_pstart" | "__sx_pend" => TimestampType
+  /** Pane bounds are timestamps; a tumbling or sliding window's are arrival (ORDER BY) values. */
+  private def metaType(name: String, input: StructType): DataType = name match {
+    case "__sx_pstart" | "__sx_pend" => input.find(_.name == WindowSpec.OrderColumn)
+      .map(_.dataType).getOrElse(TimestampType)
     case "__sx_timing" | "__sx_event" => StringType
     case _ => LongType
   }

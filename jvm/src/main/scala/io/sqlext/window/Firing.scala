@@ -42,3 +42,36 @@ trait ReplayableWindow[K, T] {
   /** Tuples of evicted partitions that were dropped (no EMIT EVICTED). */
   def evictedTuples: Long
 }
+
+/** A TUMBLING or SLIDING window whose partitions can be kept between streaming micro-batches
+ *  (semantics.md section 8). */
+trait CheckpointedWindow[K, T] extends ReplayableWindow[K, T] {
+
+  /** Streaming: the state of one partition, to keep between micro-batches. */
+  def save(key: K): PartitionState[T]
+
+  /** Streaming: puts back a partition saved by `save` (into a window without it). */
+  def restore(key: K, state: PartitionState[T]): Unit
+
+  /** The next TIME tick (clock units), Long.MaxValue without TIME policies. */
+  def nextTickAt: Long
+}
+
+/**
+ * One partition of a TUMBLING or SLIDING window between two micro-batches: its tuples in
+ * arrival order and its policy state (semantics.md section 8: window contents, counters,
+ * delta references and initial-full flags survive a checkpoint).
+ *
+ * @param firings the partition's window number so far
+ * @param full SLIDING: the partition has been initially full
+ * @param counter SLIDING COUNT trigger: tuples since the last trigger
+ * @param reference SLIDING DELTA trigger: the value of the last trigger
+ * @param stamps SLIDING TIME eviction: the clock of each tuple's insertion
+ */
+final case class PartitionState[T](
+    tuples: IndexedSeq[T],
+    firings: Long,
+    full: Boolean = false,
+    counter: Long = 0L,
+    reference: Option[Double] = None,
+    stamps: IndexedSeq[Long] = IndexedSeq.empty)

@@ -98,6 +98,20 @@ final class PartitionStore[K, T](
   def snapshot(key: K, copy: Boolean): scala.collection.IndexedSeq[T] =
     partitions.get(key).map(b => if (copy) b.toIndexedSeq else b).getOrElse(IndexedSeq.empty)
 
+  /** Firings of `key` so far (its next window number). */
+  def firings(key: K): Long = firingCounts.getOrElse(key, 0L)
+
+  /** Streaming: puts back a partition saved after an earlier micro-batch. */
+  def restore(key: K, saved: Iterable[T], firings: Long): Unit = {
+    if (saved.nonEmpty) {
+      val buffer = tuples(key)
+      buffer ++= saved
+      total += saved.size
+      saved.foreach(t => listener.foreach(_.appended(key, t)))
+    }
+    if (firings > 0) firingCounts(key) = firings
+  }
+
   def nextId(key: K): Long = {
     val id = firingCounts.getOrElse(key, 0L)
     firingCounts(key) = id + 1

@@ -35,7 +35,7 @@ final class SlidingWindow[K, T](
     emitIncomplete: Boolean = false,
     partitionEviction: Option[PartitionEvictionPolicy] = None,
     emitEvicted: Boolean = false,
-    copyOnTrigger: Boolean = true) extends ReplayableWindow[K, T] {
+    copyOnTrigger: Boolean = true) extends CheckpointedWindow[K, T] {
   import SlidingPolicy._
 
   private val store = new PartitionStore[K, T](keyOrder, partitionEviction, emitEvicted)
@@ -140,6 +140,21 @@ final class SlidingWindow[K, T](
       emit(Firing(key, id, store.snapshot(key, copyOnTrigger), Firing.Trigger))
     }
   }
+
+  override def save(key: K): PartitionState[T] = PartitionState(
+    store.snapshot(key, copy = true).toIndexedSeq, store.firings(key), full.contains(key),
+    counters.getOrElse(key, 0L), references.get(key),
+    stamps.get(key).map(_.toIndexedSeq).getOrElse(IndexedSeq.empty))
+
+  override def restore(key: K, state: PartitionState[T]): Unit = {
+    store.restore(key, state.tuples, state.firings)
+    if (state.full) full.add(key)
+    if (state.counter > 0) counters(key) = state.counter
+    state.reference.foreach(references(key) = _)
+    if (state.stamps.nonEmpty) stamps(key) = mutable.ArrayDeque.from(state.stamps)
+  }
+
+  override def nextTickAt: Long = nextTick
 
   /** Batch: the key's input ended; forget it entirely. */
   override def discard(key: K): Unit = {

@@ -38,7 +38,7 @@ final class TumblingWindow[K, T](
     valueOf: T => Double,
     keyOrder: Ordering[K],
     partitionEviction: Option[PartitionEvictionPolicy] = None,
-    emitEvicted: Boolean = false) extends ReplayableWindow[K, T] {
+    emitEvicted: Boolean = false) extends CheckpointedWindow[K, T] {
   import TumblingPolicy._
 
   private val store = new PartitionStore[K, T](keyOrder, partitionEviction, emitEvicted)
@@ -91,6 +91,14 @@ final class TumblingWindow[K, T](
       }
     case _ =>
   }
+
+  override def save(key: K): PartitionState[T] =
+    PartitionState(store.snapshot(key, copy = true).toIndexedSeq, store.firings(key))
+
+  override def restore(key: K, state: PartitionState[T]): Unit =
+    store.restore(key, state.tuples, state.firings)
+
+  override def nextTickAt: Long = nextTick
 
   /** Forgets a partition without firing it (batch: its input ended before the window filled). */
   override def discard(key: K): Unit = store.discard(key)

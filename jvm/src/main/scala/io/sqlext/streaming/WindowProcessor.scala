@@ -1,0 +1,168 @@
+package io.sqlext.streaming
+
+import io.sqlext.execution.ReplayLayout
+import io.sqlext.window._
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.{Encoders, Row}
+import org.apache.spark.sql.catalyst.util.DateTimeUtils
+import org.apache.spark.sql.streaming._
+import org.apache.spark.sql.types._
+
+import scala.collection.mutable.ArrayBuffer
+
+/**
+ * One partition of a TUMBLING or SLIDING window under `transformWithState`, driving the same
+ * state machines as batch (semantics.md sections 2-5). Per micro-batch the partition's saved
+ * state is put back into a fresh machine, the batch's tuples go in in arrival order (their scan
+ * order, __sx_seq), and the state is saved again: tuples in a list state, the policy state
+ * (window number, initial-full flag, trigger counter, delta reference, TIME stamps and next
+ * tick) in a value state. Both live in Spark's checkpointed state store, so a restart resumes
+ * the window where it was (section 8).
+ *
+ * TIME policies read the wall clock: the batch's processing time, and processing-time timers at
+ * the next tick fire a window with no new tuples, also a tick that fell due while the query was
+ * down. Ticks are aligned to multiples of the period since the epoch.
+ */
+class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String])
+    extends StatefulProcessor[Row, Row, Row] with Logging {
+
+  @transient private var tuples: ListState[Row] = _
+  @transient private var policy: ValueState[Row] = _
+
+  private val seqIndex = input.fieldIndex(WindowSpec.SeqColumn)
+  private val orderIndex = input.fieldNames.indexOf(WindowSpec.OrderColumn)
+  private val deltaValue = WindowProcessor.reader(input, WindowSpec.DeltaColumn)
+  private val triggerValue = WindowProcessor.reader(input, WindowSpec.TriggerDeltaColumn)
+  private val valueColumns = Seq(WindowSpec.DeltaColumn, WindowSpec.TriggerDeltaColumn)
+    .map(c => input.fieldNames.indexOf(c)).filter(_ >= 0)
+  private val tickPeriod: Long = spec.policy match {
+    case "time" => ReplayLayout.micros(spec.seconds)
+    case _ if spec.trigger == "time" => ReplayLayout.micros(spec.triggerSeconds)
+    case _ => 0L
+  }
+
+  override def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
+    tuples = getHandle.getListState[Row]("tuples", Encoders.row(input), TTLConfig.NONE)
+    policy = getHandle.getValueState[Row]("policy", Encoders.row(WindowProcessor.PolicySchema),
+      TTLConfig.NONE)
+  }
+
+  override def handleInputRows(key: Row, rows: Iterator[Row], timers: TimerValues)
+      : Iterator[Row] = {
+    val now = timers.getCurrentProcessingTimeInMs() * 1000L
+    val (window, out) = load(key, now)
+    val emit = emitter(out)
+    if (spec.timeBased) window.advanceClock(now)(emit)
+    var skipped = 0L
+    rows.toArray.sortBy(_.getLong(seqIndex)).foreach { row =>
+      if (valueColumns.exists(row.isNullAt)) skipped += 1
+      else window.insert(key, row, now)(emit)
+    }
+    if (skipped > 0) logWarning(s"sql_ext window ${spec.policyText}: $skipped rows were not " +
+      "windowed because their DELTA value is NULL")
+    save(key, window)
+    out.iterator
+  }
+
+  override def handleExpiredTimer(key: Row, timers: TimerValues, info: ExpiredTimerInfo)
+      : Iterator[Row] = {
+    val (window, out) = load(key, timers.getCurrentProcessingTimeInMs() * 1000L)
+    window.advanceClock(timers.getCurrentProcessingTimeInMs() * 1000L)(emitter(out))
+    save(key, window)
+    out.iterator
+  }
+
+  private def emitter(out: ArrayBuffer[Row]): Firing[Row, Row] => Unit = firing => {
+    val meta = metaValues(firing)
+    firing.tuples.foreach(t => out += Row.fromSeq(t.toSeq ++ meta))
+  }
+
+  /** A state machine holding this partition as the previous micro-batch left it. */
+  private def load(key: Row, now: Long): (CheckpointedWindow[Row, Row], ArrayBuffer[Row]) = {
+    val saved = if (policy.exists()) Some(policy.get()) else None
+    val nextTick = saved.map(_.getLong(4)).filter(_ != Long.MaxValue)
+    // A new partition's first tick is the next multiple of the period after now.
+    val origin = if (tickPeriod == 0) 0L
+      else nextTick.map(_ - tickPeriod).getOrElse(Math.floorDiv(now, tickPeriod) * tickPeriod)
+    val window = newWindow(origin)
+    saved.foreach { p =>
+      window.restore(key, PartitionState(tuples.get().toIndexedSeq, p.getLong(0),
+        p.getBoolean(1), p.getLong(2), if (p.isNullAt(3)) None else Some(p.getDouble(3)),
+        p.getSeq[Long](5).toIndexedSeq))
+    }
+    (window, ArrayBuffer.empty[Row])
+  }
+
+  private def save(key: Row, window: CheckpointedWindow[Row, Row]): Unit = {
+    val state = window.save(key)
+    if (state.tuples.isEmpty) tuples.clear() else tuples.put(state.tuples.toArray)
+    policy.update(Row(state.firings, state.full, state.counter, state.reference.orNull,
+      window.nextTickAt, state.stamps))
+    if (tickPeriod > 0 && state.tuples.nonEmpty && window.nextTickAt != Long.MaxValue) {
+      getHandle.registerTimer(Math.floorDiv(window.nextTickAt + 999L, 1000L))
+    }
+  }
+
+  private def newWindow(origin: Long): CheckpointedWindow[Row, Row] = {
+    val order = Ordering.by[Row, String](_.toString) // one partition per machine: never used
+    val deltaThreshold = WindowProcessor.threshold(spec.delta, input, WindowSpec.DeltaColumn)
+    if (spec.kind == "sliding") {
+      def sliding(name: String, count: Long, delta: Double, seconds: Double) = name match {
+        case "count" => SlidingPolicy.Count(count)
+        case "delta" => SlidingPolicy.Delta(delta)
+        case "time" => SlidingPolicy.Time(ReplayLayout.micros(seconds))
+      }
+      new SlidingWindow[Row, Row](
+        sliding(spec.policy, spec.count, deltaThreshold, spec.seconds),
+        sliding(spec.trigger, spec.triggerCount, WindowProcessor.threshold(spec.triggerDelta,
+          input, WindowSpec.TriggerDeltaColumn), spec.triggerSeconds),
+        deltaValue, triggerValue, order, origin, spec.emitIncomplete)
+    } else {
+      val tumbling = spec.policy match {
+        case "count" => TumblingPolicy.Count(spec.count)
+        case "delta" => TumblingPolicy.Delta(deltaThreshold)
+        case "time" => TumblingPolicy.Time(origin, tickPeriod)
+      }
+      new TumblingWindow[Row, Row](tumbling, deltaValue, order)
+    }
+  }
+
+  private def metaValues(f: Firing[Row, Row]): Seq[Any] = metaNames.map {
+    case WindowSpec.FireColumn | "__sx_wid" => f.windowId
+    case "__sx_pstart" => if (orderIndex >= 0) f.tuples.head.get(orderIndex) else null
+    case "__sx_pend" => if (orderIndex >= 0) f.tuples.last.get(orderIndex) else null
+    case "__sx_timing" => "ON_TIME"
+    case "__sx_pidx" => 0L
+    case "__sx_event" => f.event
+  }
+}
+
+object WindowProcessor {
+  val PolicySchema: StructType = new StructType()
+    .add("firings", LongType, nullable = false)
+    .add("full", BooleanType, nullable = false)
+    .add("counter", LongType, nullable = false)
+    .add("reference", DoubleType, nullable = true)
+    .add("next_tick", LongType, nullable = false)
+    .add("stamps", ArrayType(LongType, containsNull = false), nullable = false)
+
+  /** A DELTA column as a double: numbers as they are, timestamps in microseconds. */
+  def reader(input: StructType, column: String): Row => Double =
+    input.fieldNames.indexOf(column) match {
+      case -1 => _ => 0.0
+      case i => row => row.get(i) match {
+        case n: java.lang.Number => n.doubleValue()
+        case t: java.sql.Timestamp => DateTimeUtils.fromJavaTimestamp(t).toDouble
+        case t: java.time.Instant => DateTimeUtils.instantToMicros(t).toDouble
+        case t: java.time.LocalDateTime => DateTimeUtils.localDateTimeToMicros(t).toDouble
+        case other => throw new IllegalArgumentException(s"DELTA over $other")
+      }
+    }
+
+  /** DELTA thresholds are seconds; timestamps compare in microseconds. */
+  def threshold(d: Double, input: StructType, column: String): Double =
+    input.find(_.name == column).map(_.dataType) match {
+      case Some(TimestampType | TimestampNTZType) => d * 1e6
+      case _ => d
+    }
+}
