@@ -110,6 +110,23 @@ def _fault_point(batch_id: int) -> None:
         time.sleep(3600)
 
 
+def _check_streaming(lowered: LoweredWindow, trigger: str | float) -> None:
+    """Wall-clock policies need a running stream; an unbounded partition set gets a warning."""
+    spec = lowered.spec
+    clocked = "time" in (spec["policy"], spec.get("trigger")) \
+        or spec.get("partition_eviction") == "age"
+    if trigger == "available_now" and clocked:
+        raise WindowSqlError(f"{spec['policy_text']}: TIME policies and PARTITION EVICTION AGE "
+                             "act by the wall clock in streaming, so they need a running "
+                             "stream: TRIGGER EVERY <duration> (not AVAILABLE NOW)")
+    if spec["kind"] != "time_interval" and spec["partition_columns"] \
+            and not spec.get("partition_eviction"):
+        log.warning("sql_ext streaming %s: PARTITION BY without PARTITION EVICTION keeps state "
+                    "for every partition key the stream ever sees, so state grows without "
+                    "bound when keys keep coming; PARTITION EVICTION AGE(<seconds>) bounds it",
+                    spec["policy_text"])
+
+
 def _only_read_columns(lowered: LoweredWindow) -> exp.Select:
     """The inner SELECT with `*` narrowed to the source columns the aggregation reads: window
     state keeps every column it is given, and the optimizer cannot prune through it.
@@ -139,11 +156,7 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str | exp.Select
         raise WindowSqlError(f"streaming table {name} is running: STOP STREAM {name} first")
     select = _windowed_select(sql)
     lowered: LoweredWindow = lower_parts(select, streaming=True)
-    if trigger == "available_now" and "time" in (lowered.spec["policy"],
-                                                 lowered.spec.get("trigger")):
-        raise WindowSqlError(f"{lowered.spec['policy_text']}: a streaming TIME policy fires by "
-                             "the wall clock, so it needs a running stream: TRIGGER EVERY "
-                             "<duration> (not AVAILABLE NOW)")
+    _check_streaming(lowered, trigger)
     source_view = f"__sx_source_{name}"
     _source_stream(spark, stream_source(select)).createOrReplaceTempView(source_view)
     lowered.inner.set("from_", exp.From(this=exp.to_table(source_view)))
@@ -219,7 +232,7 @@ def _status(table: StreamingTable) -> dict:
             "checkpoint": table.checkpoint}
 
 
-def stop_stream(name: str, timeout: float = 60.0) -> None:
+def stop_stream(name: str, timeout: float = 3.0) -> None:
     """Stops a running streaming table between two micro-batches when it can (a stop in the
     middle of a batch interrupts it; the batch is then redone at the next start)."""
     table = _running.get(name)

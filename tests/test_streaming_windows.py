@@ -3,12 +3,13 @@ the streaming table compared with the batch query over the same recorded input (
 arrival number), for every deterministic policy; restarts resume the window state."""
 
 import itertools
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sql_ext.streaming import create_streaming_table
+from sql_ext.streaming import create_streaming_table, show_streams, stop_stream
 
 WINDOWS = [
     "TUMBLING COUNT(3)",
@@ -81,3 +82,89 @@ def test_count_20_resumes_after_restart(spark, tmp_path):
     spark.sql(statement)
     assert [tuple(r) for r in spark.table("c20_out").select("n", "first", "last").collect()] \
         == [(20, 0, 19)]
+
+
+def _wait(condition, timeout=90.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _stream(name):
+    return next(s for s in show_streams() if s["name"] == name)
+
+
+def _sink_rows(spark, name, columns):
+    if not spark.catalog.tableExists(name):
+        return []
+    return sorted(tuple(r) for r in spark.table(name).select(*columns).collect())
+
+
+def _wait_for_phase(period: float, low: float, high: float) -> None:
+    """Waits until the wall clock is `low`..`high` seconds past a multiple of `period` (TIME
+    ticks are aligned to multiples of their period since the epoch)."""
+    _wait(lambda: low <= time.time() % period < high, period + 1, "the clock phase")
+
+
+def test_tumbling_time_fires_by_the_clock_and_after_a_restart(spark, tmp_path):
+    """TUMBLING TIME(10): the tick fires the window with no new rows (a processing-time timer),
+    never before the tick; a tick that fell due while the query was down fires at once on
+    restart, from the window contents in the checkpoint."""
+    spark.sql("CREATE TABLE time_src (id BIGINT, k STRING, v DOUBLE) USING DELTA")
+    query = ("SELECT COUNT(*) AS n, MIN(id) AS first, WINDOW_ID() AS w FROM STREAM(time_src) "
+             "WINDOW TUMBLING TIME(10)")
+    checkpoint = str(tmp_path / "ckpt")
+    columns = ("n", "first", "w")
+    start = lambda: create_streaming_table(spark, "time_out", query,  # noqa: E731
+                                           checkpoint=checkpoint, trigger=0.2)
+
+    with pytest.raises(Exception, match="need a running stream: TRIGGER EVERY"):
+        create_streaming_table(spark, "time_out", query, checkpoint=checkpoint)
+    start()
+    _wait_for_phase(10, 0.5, 1.5)
+    _append(spark, "time_src", [(1, "a", 1.0), (2, "a", 1.0)])
+    _wait(lambda: (_stream("time_out")["rows_in"] or 0) >= 2, what="the first batch")
+    tick = (time.time() // 10 + 1) * 10
+    assert tick - time.time() >= 0.5  # the margin the next check relies on
+    assert _sink_rows(spark, "time_out", columns) == []  # before the tick: nothing
+    _wait(lambda: _sink_rows(spark, "time_out", columns), what="the tick")
+    assert time.time() >= tick - 0.5
+    assert _sink_rows(spark, "time_out", columns) == [(2, 1, 0)]
+
+    # Down across a tick: the next window's tuples are in the checkpoint, and fire at restart.
+    _wait_for_phase(10, 0.5, 1.5)
+    _append(spark, "time_src", [(3, "a", 1.0)])
+    _wait(lambda: (_stream("time_out")["rows_in"] or 0) >= 3, what="the second batch")
+    stop_stream("time_out")
+    assert _sink_rows(spark, "time_out", columns) == [(2, 1, 0)]
+    tick = (time.time() // 10 + 1) * 10
+    time.sleep(max(0.0, tick - time.time()) + 0.5)  # the query is down past its tick
+    restarted = time.time()
+    start()
+    _wait(lambda: len(_sink_rows(spark, "time_out", columns)) == 2, what="the overdue tick")
+    assert time.time() - restarted < 9.5  # before the following tick could have fired it
+    assert _sink_rows(spark, "time_out", columns) == [(1, 3, 1), (2, 1, 0)]
+    stop_stream("time_out")
+
+
+def test_partition_eviction_age_by_the_wall_clock(spark, tmp_path):
+    """PARTITION EVICTION AGE(1) with EMIT EVICTED: a partition without inserts for more than
+    a second fires its tuples as EVICTED; the other partition keeps its window."""
+    spark.sql("CREATE TABLE age_src (id BIGINT, k STRING, v DOUBLE) USING DELTA")
+    create_streaming_table(spark, "age_out", """
+        SELECT k, COUNT(*) AS n, WINDOW_EVENT() AS e FROM STREAM(age_src)
+        WINDOW TUMBLING COUNT(3) OVER (PARTITION BY k) PARTITION EVICTION AGE(1) EMIT EVICTED""",
+        checkpoint=str(tmp_path / "ckpt"), trigger=0.2)
+    try:
+        _append(spark, "age_src", [(1, "a", 1.0), (2, "b", 1.0), (3, "b", 1.0), (4, "b", 1.0)])
+        appended = time.time()
+        _wait(lambda: len(_sink_rows(spark, "age_out", ("k", "n", "e"))) == 2,
+              what="the eviction")
+        assert time.time() - appended >= 1.0  # AGE(1): not before a second without inserts
+        assert _sink_rows(spark, "age_out", ("k", "n", "e")) == [("a", 1, "EVICTED"),
+                                                                  ("b", 3, "FLUSH")]
+    finally:
+        stop_stream("age_out")

@@ -20,8 +20,11 @@ object StreamingWindows {
 
   /** TUMBLING and SLIDING: one state machine per partition key, in processing time. */
   private def partitions(input: DataFrame, spec: WindowSpec): DataFrame = {
-    if (spec.replaysGlobally || spec.isFilePunct) {
-      val what = if (spec.partitionEviction.nonEmpty) "PARTITION EVICTION"
+    if (spec.policy == "punct_expr" || spec.isFilePunct ||
+        Seq("count", "tuples").contains(spec.partitionEviction)) {
+      val what = if (spec.partitionEviction.nonEmpty) {
+        s"PARTITION EVICTION ${spec.partitionEviction.toUpperCase} (AGE works in streaming)"
+      }
         else if (spec.isFilePunct) "PUNCT() (file punctuations)" else "PUNCT(expr)"
       throw SqlExtErrors.analysis(s"${spec.policyText}: $what is not supported in streaming " +
         "yet (it acts across partitions); it runs in batch")
@@ -40,9 +43,9 @@ object StreamingWindows {
     input
       .groupByKey(keyOf)(Encoders.row(keySchema))
       // Processing-time mode makes Spark run a batch on every trigger, data or not: only TIME
-      // policies, which need its timers, pay for it.
+      // policies and AGE eviction, which need its timers, pay for it.
       .transformWithState(new WindowProcessor(spec, schema, metaNames),
-        if (spec.timeBased) TimeMode.ProcessingTime() else TimeMode.None(),
+        if (spec.usesClock) TimeMode.ProcessingTime() else TimeMode.None(),
         OutputMode.Append())(Encoders.row(output))
       .toDF()
   }

@@ -40,6 +40,9 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
     case _ if spec.trigger == "time" => ReplayLayout.micros(spec.triggerSeconds)
     case _ => 0L
   }
+  /** PARTITION EVICTION AGE(s): a partition not inserted into for more than s seconds goes. */
+  private val ageMs: Long =
+    if (spec.partitionEviction == "age") math.round(spec.partitionEvictionValue * 1000) else -1L
 
   override def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
     tuples = getHandle.getListState[Row]("tuples", Encoders.row(input), TTLConfig.NONE)
@@ -49,27 +52,52 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
 
   override def handleInputRows(key: Row, rows: Iterator[Row], timers: TimerValues)
       : Iterator[Row] = {
-    val now = timers.getCurrentProcessingTimeInMs() * 1000L
+    val nowMs = timers.getCurrentProcessingTimeInMs()
+    val now = nowMs * 1000L
     val (window, out) = load(key, now)
     val emit = emitter(out)
+    if (ageMs >= 0 && aged(nowMs)) evict(key, window, emit)
     if (spec.timeBased) window.advanceClock(now)(emit)
     var skipped = 0L
+    var inserted = false
     rows.toArray.sortBy(_.getLong(seqIndex)).foreach { row =>
       if (valueColumns.exists(row.isNullAt)) skipped += 1
-      else window.insert(key, row, now)(emit)
+      else { window.insert(key, row, now)(emit); inserted = true }
     }
     if (skipped > 0) logWarning(s"sql_ext window ${spec.policyText}: $skipped rows were not " +
       "windowed because their DELTA value is NULL")
-    save(key, window)
+    save(key, window, if (inserted) nowMs else touched)
+    if (inserted && ageMs >= 0) getHandle.registerTimer(nowMs + ageMs + 1)
     out.iterator
   }
 
   override def handleExpiredTimer(key: Row, timers: TimerValues, info: ExpiredTimerInfo)
       : Iterator[Row] = {
-    val (window, out) = load(key, timers.getCurrentProcessingTimeInMs() * 1000L)
-    window.advanceClock(timers.getCurrentProcessingTimeInMs() * 1000L)(emitter(out))
-    save(key, window)
+    val nowMs = timers.getCurrentProcessingTimeInMs()
+    if (!policy.exists()) return Iterator.empty
+    val (window, out) = load(key, nowMs * 1000L)
+    if (ageMs >= 0 && aged(nowMs)) evict(key, window, emitter(out))
+    if (spec.timeBased) window.advanceClock(nowMs * 1000L)(emitter(out))
+    save(key, window, touched)
     out.iterator
+  }
+
+  private def touched: Long = if (policy.exists()) policy.get().getLong(6) else Long.MinValue
+
+  private def aged(nowMs: Long): Boolean =
+    touched != Long.MinValue && nowMs > touched + ageMs && tuples.get().hasNext
+
+  /** The partition's tuples leave: fired as EVICTED with EMIT EVICTED, else counted and logged.
+   *  Its window number stays, as the batch engine keeps it. */
+  private def evict(key: Row, window: CheckpointedWindow[Row, Row],
+      emit: Firing[Row, Row] => Unit): Unit = {
+    val state = window.save(key)
+    if (spec.emitEvicted) emit(Firing(key, state.firings, state.tuples, Firing.Evicted))
+    else logWarning(s"sql_ext window ${spec.policyText}: PARTITION EVICTION dropped " +
+      s"${state.tuples.length} tuples of an aged partition (EMIT EVICTED would fire them)")
+    window.discard(key)
+    window.restore(key, PartitionState(IndexedSeq.empty,
+      state.firings + (if (spec.emitEvicted) 1 else 0)))
   }
 
   private def emitter(out: ArrayBuffer[Row]): Firing[Row, Row] => Unit = firing => {
@@ -93,11 +121,11 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
     (window, ArrayBuffer.empty[Row])
   }
 
-  private def save(key: Row, window: CheckpointedWindow[Row, Row]): Unit = {
+  private def save(key: Row, window: CheckpointedWindow[Row, Row], touchedMs: Long): Unit = {
     val state = window.save(key)
     if (state.tuples.isEmpty) tuples.clear() else tuples.put(state.tuples.toArray)
     policy.update(Row(state.firings, state.full, state.counter, state.reference.orNull,
-      window.nextTickAt, state.stamps))
+      window.nextTickAt, state.stamps, touchedMs))
     if (tickPeriod > 0 && state.tuples.nonEmpty && window.nextTickAt != Long.MaxValue) {
       getHandle.registerTimer(Math.floorDiv(window.nextTickAt + 999L, 1000L))
     }
@@ -145,6 +173,7 @@ object WindowProcessor {
     .add("reference", DoubleType, nullable = true)
     .add("next_tick", LongType, nullable = false)
     .add("stamps", ArrayType(LongType, containsNull = false), nullable = false)
+    .add("touched", LongType, nullable = false) // wall clock (ms) of the last insertion
 
   /** A DELTA column as a double: numbers as they are, timestamps in microseconds. */
   def reader(input: StructType, column: String): Row => Double =
