@@ -101,10 +101,12 @@ def _write(batch: DataFrame, table: str, location: str | None, app_id: str, batc
 
 
 def _fault_point(batch_id: int) -> None:
-    """Test hook: with SQL_EXT_FAULT_PAUSE=<file>, the first batch whose MERGE committed
-    writes its id to <file> and waits there to be killed (before its offsets are committed)."""
+    """Test hook: with SQL_EXT_FAULT_PAUSE=<file>, the first batch whose write committed (from
+    batch SQL_EXT_FAULT_BATCH on, default 0) writes its id to <file> and waits there to be
+    killed (before its offsets are committed)."""
     marker = os.environ.get("SQL_EXT_FAULT_PAUSE")
-    if marker and not os.path.exists(marker):
+    if marker and not os.path.exists(marker) \
+            and batch_id >= int(os.environ.get("SQL_EXT_FAULT_BATCH", "0")):
         with open(marker, "w") as out:
             out.write(str(batch_id))
         time.sleep(3600)

@@ -1,6 +1,6 @@
 """A streaming-table driver run as its own process by test_exactly_once.py (not a test).
 
-    python stream_driver.py <warehouse> <source path> <sink path> <checkpoint>
+    python stream_driver.py <warehouse> <source path> <sink path> <checkpoint> [panes|count20]
 
 Runs the windowed query over the Delta source, one source version per micro-batch, until all
 available data is processed."""
@@ -16,12 +16,19 @@ QUERY = """
     FROM STREAM(source_stream)
     WINDOW TIME_INTERVAL(10, 5, 15) ON event_time OVER (PARTITION BY k) WATERMARK DELAY 2"""
 
+QUERIES = {
+    "panes": QUERY,
+    "count20": """SELECT COUNT(*) AS n, MIN(id) AS first, MAX(id) AS last, WINDOW_ID() AS w
+                  FROM STREAM(source_stream) WINDOW TUMBLING COUNT(20)""",
+}
+
 if __name__ == "__main__":
     warehouse, source, sink, checkpoint = sys.argv[1:5]
+    query = QUERIES[sys.argv[5] if len(sys.argv) > 5 else "panes"]
     spark = sql_ext.session(warehouse=warehouse)
     spark.sparkContext.setLogLevel("ERROR")
     spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(source) \
         .createOrReplaceTempView("source_stream")
-    create_streaming_table(spark, "exactly_once_out", QUERY, checkpoint=checkpoint,
+    create_streaming_table(spark, "exactly_once_out", query, checkpoint=checkpoint,
                            location=sink).awaitTermination()
     spark.stop()
