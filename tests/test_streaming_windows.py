@@ -18,6 +18,7 @@ WINDOWS = [
     "SLIDING DELTA(v, 5) TRIGGER COUNT(2)",
     "SLIDING COUNT(4) TRIGGER DELTA(v, 3)",
     "SLIDING COUNT(3) TRIGGER COUNT(1) EMIT INCOMPLETE",
+    "TUMBLING PUNCT(v > 9)",
 ]
 _names = itertools.count()
 
@@ -63,6 +64,19 @@ def test_streaming_equals_batch(spark, tmp_path_factory, window, batches):
     expected = _rows(spark.sql(_query(source, window, " ORDER BY id")))
     got = _rows(spark.table(sink)) if spark.catalog.tableExists(sink) else []
     assert got == expected
+
+
+def test_unpartitioned_punct_markers(spark, tmp_path):
+    """PUNCT(expr) without PARTITION BY: the marker rows end windows, they are not in them."""
+    spark.sql("CREATE TABLE punct_src (id BIGINT, k STRING, v DOUBLE) USING DELTA")
+    query = ("SELECT ARRAY_SORT(COLLECT_LIST(id)) AS ids, WINDOW_ID() AS w "
+             "FROM STREAM(punct_src) WINDOW TUMBLING PUNCT(k = 'end')")
+    for batch in ([(1, "x", 0.0), (2, "end", 0.0), (3, "x", 0.0)],
+                  [(4, "x", 0.0), (5, "end", 0.0), (6, "end", 0.0), (7, "x", 0.0)]):
+        _append(spark, "punct_src", batch)
+        create_streaming_table(spark, "punct_out", query,
+                               checkpoint=str(tmp_path / "ckpt")).awaitTermination()
+    assert _sink_rows(spark, "punct_out", ("w", "ids")) == [(0, [1]), (1, [3, 4])]
 
 
 def test_count_20_resumes_after_restart(spark, tmp_path):

@@ -20,12 +20,10 @@ object StreamingWindows {
 
   /** TUMBLING and SLIDING: one state machine per partition key, in processing time. */
   private def partitions(input: DataFrame, spec: WindowSpec): DataFrame = {
-    if (spec.policy == "punct_expr" || spec.isFilePunct ||
-        Seq("count", "tuples").contains(spec.partitionEviction)) {
+    if (spec.isFilePunct || Seq("count", "tuples").contains(spec.partitionEviction)) {
       val what = if (spec.partitionEviction.nonEmpty) {
         s"PARTITION EVICTION ${spec.partitionEviction.toUpperCase} (AGE works in streaming)"
-      }
-        else if (spec.isFilePunct) "PUNCT() (file punctuations)" else "PUNCT(expr)"
+      } else "PUNCT() (file punctuations)"
       throw SqlExtErrors.analysis(s"${spec.policyText}: $what is not supported in streaming " +
         "yet (it acts across partitions); it runs in batch")
     }
@@ -39,6 +37,17 @@ object StreamingWindows {
     val metaNames = WindowSpec.FireColumn +: spec.meta.distinct.map(WindowSpec.MetaColumns)
     val output = metaNames.foldLeft(schema) { (s, name) =>
       s.add(name, metaType(name, schema), nullable = true)
+    }
+    if (spec.policy == "punct_expr") {
+      // Markers punctuate every partition: one machine, one grouping key, all partitions.
+      val partitionSchema = if (keyIndexes.isEmpty) keySchema else StructType(
+        keyIndexes.map(schema.fields))
+      return input
+        .groupByKey((_: Row) => Row(0))(Encoders.row(new StructType().add("__sx_all",
+          IntegerType)))
+        .transformWithState(new PunctProcessor(schema, partitionSchema, metaNames),
+          TimeMode.None(), OutputMode.Append())(Encoders.row(output))
+        .toDF()
     }
     input
       .groupByKey(keyOf)(Encoders.row(keySchema))

@@ -100,10 +100,8 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
       state.firings + (if (spec.emitEvicted) 1 else 0)))
   }
 
-  private def emitter(out: ArrayBuffer[Row]): Firing[Row, Row] => Unit = firing => {
-    val meta = metaValues(firing)
-    firing.tuples.foreach(t => out += Row.fromSeq(t.toSeq ++ meta))
-  }
+  private def emitter(out: ArrayBuffer[Row]): Firing[Row, Row] => Unit =
+    WindowProcessor.emitter(out, metaNames, orderIndex)
 
   /** A state machine holding this partition as the previous micro-batch left it. */
   private def load(key: Row, now: Long): (CheckpointedWindow[Row, Row], ArrayBuffer[Row]) = {
@@ -155,17 +153,24 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
     }
   }
 
-  private def metaValues(f: Firing[Row, Row]): Seq[Any] = metaNames.map {
-    case WindowSpec.FireColumn | "__sx_wid" => f.windowId
-    case "__sx_pstart" => if (orderIndex >= 0) f.tuples.head.get(orderIndex) else null
-    case "__sx_pend" => if (orderIndex >= 0) f.tuples.last.get(orderIndex) else null
-    case "__sx_timing" => "ON_TIME"
-    case "__sx_pidx" => 0L
-    case "__sx_event" => f.event
-  }
 }
 
 object WindowProcessor {
+
+  /** Every tuple of a firing, followed by the firing's columns (`metaNames`). */
+  def emitter(out: ArrayBuffer[Row], metaNames: Seq[String], orderIndex: Int)
+      : Firing[Row, Row] => Unit = f => {
+    val meta = metaNames.map {
+      case WindowSpec.FireColumn | "__sx_wid" => f.windowId
+      case "__sx_pstart" => if (orderIndex >= 0) f.tuples.head.get(orderIndex) else null
+      case "__sx_pend" => if (orderIndex >= 0) f.tuples.last.get(orderIndex) else null
+      case "__sx_timing" => "ON_TIME"
+      case "__sx_pidx" => 0L
+      case "__sx_event" => f.event
+    }
+    f.tuples.foreach(t => out += Row.fromSeq(t.toSeq ++ meta))
+  }
+
   val PolicySchema: StructType = new StructType()
     .add("firings", LongType, nullable = false)
     .add("full", BooleanType, nullable = false)
