@@ -129,6 +129,66 @@ def _check_streaming(lowered: LoweredWindow, trigger: str | float) -> None:
                     spec["policy_text"])
 
 
+PARTIAL_FUNCTIONS = {exp.Sum: "sum", exp.Count: "count", exp.Min: "min", exp.Max: "max",
+                     exp.Avg: "avg"}
+NUMERIC_TYPES = ("tinyint", "smallint", "int", "bigint", "float", "double")
+
+
+def _partial_aggregates(lowered: LoweredWindow, schema: dict[str, str]) -> list | None:
+    """Firings reduced to one row each by the window processor, when every aggregate of the
+    query is SUM, COUNT, MIN, MAX or AVG of a non-decimal number (COUNT of anything) and the
+    query has no GROUP BY of its own: the outer query then merges one partial row per firing.
+
+        SUM(x), AVG(x)  ->  SUM(__sx_a0), TRY_DIVIDE(SUM(__sx_a1), SUM(__sx_a2))
+
+    Returns [(function, column), ...] and rewrites lowered.outer in place, or None.
+    """
+    if lowered.spec["kind"] == "time_interval" or lowered.spec["policy"] == "punct_expr":
+        return None
+    outer = lowered.outer.copy()
+    if any(not g.name.startswith("__sx_") for g in outer.args["group"].expressions):
+        return None
+    calls = [a for a in outer.find_all(exp.AggFunc)]
+    for call in calls:
+        arg = call.this
+        if type(call) not in PARTIAL_FUNCTIONS or isinstance(arg, exp.Distinct):
+            return None
+        if isinstance(call, exp.Count) and isinstance(arg, exp.Star):
+            continue
+        if not isinstance(arg, exp.Column) or arg.name.startswith("__sx_") \
+                or schema.get(arg.name) not in NUMERIC_TYPES:
+            return None
+    partials: list[tuple[str, str]] = []
+
+    def partial(function: str, column: str) -> exp.Expression:
+        partials.append((function, column))
+        return exp.column(f"__sx_a{len(partials) - 1}")
+
+    def merge(node: exp.Expression) -> exp.Expression:
+        if type(node) not in PARTIAL_FUNCTIONS:
+            return node
+        column = "*" if isinstance(node.this, exp.Star) else node.this.name
+        name = PARTIAL_FUNCTIONS[type(node)]
+        if name == "avg":
+            return exp.func("try_divide", exp.Sum(this=partial("sum", column)),
+                            exp.Sum(this=partial("count", column)))
+        merged = exp.Sum if name in ("sum", "count") else type(node)
+        return merged(this=partial(name, column))
+
+    for part in ("expressions", "having", "order"):
+        value = outer.args.get(part)
+        if isinstance(value, list):
+            outer.set(part, [e.transform(merge) for e in value])
+        elif value is not None:
+            outer.set(part, value.transform(merge))
+    reading = outer.copy()
+    reading.set("from_", None)
+    if any(not c.name.startswith("__sx_") for c in reading.find_all(exp.Column)):
+        return None  # something else reads the tuples (a function sqlglot does not know)
+    lowered.outer = outer
+    return partials
+
+
 def _only_read_columns(lowered: LoweredWindow) -> exp.Select:
     """The inner SELECT with `*` narrowed to the source columns the aggregation reads: window
     state keeps every column it is given, and the optimizer cannot prune through it.
@@ -163,6 +223,10 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str | exp.Select
     _source_stream(spark, stream_source(select)).createOrReplaceTempView(source_view)
     lowered.inner.set("from_", exp.From(this=exp.to_table(source_view)))
     tuples = spark.sql(_only_read_columns(lowered).sql(dialect="spark"))
+    partials = _partial_aggregates(lowered, {f.name: f.dataType.simpleString()
+                                             for f in tuples.schema.fields})
+    if partials:
+        lowered.spec["aggregates"] = partials
     jvm = spark.sparkContext._jvm
     firings = DataFrame(jvm.io.sqlext.streaming.StreamingWindows.firings(
         tuples._jdf, json.dumps(lowered.spec)), spark)

@@ -182,3 +182,49 @@ def test_partition_eviction_age_by_the_wall_clock(spark, tmp_path):
                                                                   ("b", 3, "FLUSH")]
     finally:
         stop_stream("age_out")
+
+
+PARTIAL_QUERY = ("SELECT k, WINDOW_ID() AS w, SUM(v) AS s, COUNT(*) AS c, MIN(v) AS lo, "
+                 "MAX(id) AS hi, AVG(v) AS a FROM {source} "
+                 "WINDOW {window} OVER (PARTITION BY k{order})")
+
+
+@pytest.mark.parametrize("window", ["TUMBLING COUNT(3)", "SLIDING COUNT(4) TRIGGER COUNT(2)",
+                                    "SLIDING DELTA(v, 5) TRIGGER COUNT(1)"])
+@settings(max_examples=2, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=micro_batches())
+def test_partial_aggregates_equal_batch(spark, tmp_path_factory, window, batches):
+    """SUM, COUNT, MIN, MAX and AVG leave the processor as one partial row per firing; the
+    results equal the batch query's (which aggregates every tuple)."""
+    n = next(_names)
+    source, sink = f"sp_src_{n}", f"sp_out_{n}"
+    checkpoint = str(tmp_path_factory.mktemp("checkpoint"))
+    spark.sql(f"CREATE TABLE {source} (id BIGINT, k STRING, v DOUBLE) USING DELTA")
+    for batch in batches:
+        _append(spark, source, batch)
+        create_streaming_table(spark, sink, PARTIAL_QUERY.format(
+            source=f"STREAM({source})", window=window, order=""),
+            checkpoint=checkpoint).awaitTermination()
+    columns = ("k", "w", "s", "c", "lo", "hi", "a")
+    expected = sorted(tuple(r) for r in spark.sql(PARTIAL_QUERY.format(
+        source=source, window=window, order=" ORDER BY id")).select(*columns).collect())
+    assert _sink_rows(spark, sink, columns) == expected
+
+
+def test_which_queries_take_partial_aggregates():
+    from sql_ext.rewrite import lower_parts, parse
+    from sql_ext.streaming import _partial_aggregates
+
+    def partials(sql, types):
+        lowered = lower_parts(parse(sql)[0], streaming=True)
+        return _partial_aggregates(lowered, types), lowered.outer.sql("spark")
+
+    window = "FROM STREAM(t) WINDOW SLIDING COUNT(3) TRIGGER COUNT(1) OVER (PARTITION BY k)"
+    found, outer = partials(f"SELECT k, AVG(x) AS a, COUNT(*) AS c {window}", {"x": "double"})
+    assert found == [("sum", "x"), ("count", "x"), ("count", "*")]
+    assert "TRY_DIVIDE(SUM(__sx_a0), SUM(__sx_a1)) AS a, SUM(__sx_a2) AS c" in outer
+    assert partials(f"SELECT k, SUM(x) AS s {window}", {"x": "decimal(10,2)"})[0] is None
+    assert partials(f"SELECT k, COLLECT_LIST(x) AS s {window}", {"x": "int"})[0] is None
+    assert partials(f"SELECT k, SUM(x) AS s {window} GROUP BY g", {"x": "int"})[0] is None
+    assert partials(f"SELECT k, SUM(DISTINCT x) AS s {window}", {"x": "int"})[0] is None

@@ -35,9 +35,14 @@ object StreamingWindows {
     val keyOf: Row => Row = if (keyIndexes.isEmpty) _ => Row(0)
       else row => Row.fromSeq(keyIndexes.map(row.get))
     val metaNames = WindowSpec.FireColumn +: spec.meta.distinct.map(WindowSpec.MetaColumns)
-    val output = metaNames.foldLeft(schema) { (s, name) =>
-      s.add(name, metaType(name, schema), nullable = true)
-    }
+    val firingColumns = metaNames.map(name =>
+      StructField(name, metaType(name, schema), nullable = true))
+    // With partial aggregates a firing is one row (its key, its columns, the partials), else
+    // every tuple followed by the firing's columns.
+    val output = if (FiringPartials.enabled(spec)) {
+      StructType(spec.partitionColumns.map(c => schema(c)) ++ firingColumns ++
+        new FiringPartials(spec, schema, spec.partitionColumns).schema)
+    } else StructType(schema.fields ++ firingColumns)
     if (spec.policy == "punct_expr") {
       // Markers punctuate every partition: one machine, one grouping key, all partitions.
       val partitionSchema = if (keyIndexes.isEmpty) keySchema else StructType(

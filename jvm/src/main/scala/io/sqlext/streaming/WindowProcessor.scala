@@ -100,8 +100,15 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
       state.firings + (if (spec.emitEvicted) 1 else 0)))
   }
 
-  private def emitter(out: ArrayBuffer[Row]): Firing[Row, Row] => Unit =
-    WindowProcessor.emitter(out, metaNames, orderIndex)
+  private val partials =
+    if (FiringPartials.enabled(spec)) Some(new FiringPartials(spec, input, spec.partitionColumns))
+    else None
+
+  private def emitter(out: ArrayBuffer[Row]): Firing[Row, Row] => Unit = partials match {
+    case Some(p) => f => out += Row.fromSeq(p.keyValues(f.tuples.head) ++
+      WindowProcessor.metaValues(f, metaNames, orderIndex) ++ p.values(f))
+    case None => WindowProcessor.emitter(out, metaNames, orderIndex)
+  }
 
   /** A state machine holding this partition as the previous micro-batch left it. */
   private def load(key: Row, now: Long): (CheckpointedWindow[Row, Row], ArrayBuffer[Row]) = {
@@ -160,7 +167,12 @@ object WindowProcessor {
   /** Every tuple of a firing, followed by the firing's columns (`metaNames`). */
   def emitter(out: ArrayBuffer[Row], metaNames: Seq[String], orderIndex: Int)
       : Firing[Row, Row] => Unit = f => {
-    val meta = metaNames.map {
+    val meta = metaValues(f, metaNames, orderIndex)
+    f.tuples.foreach(t => out += Row.fromSeq(t.toSeq ++ meta))
+  }
+
+  def metaValues(f: Firing[Row, Row], metaNames: Seq[String], orderIndex: Int): Seq[Any] =
+    metaNames.map {
       case WindowSpec.FireColumn | "__sx_wid" => f.windowId
       case "__sx_pstart" => if (orderIndex >= 0) f.tuples.head.get(orderIndex) else null
       case "__sx_pend" => if (orderIndex >= 0) f.tuples.last.get(orderIndex) else null
@@ -168,8 +180,6 @@ object WindowProcessor {
       case "__sx_pidx" => 0L
       case "__sx_event" => f.event
     }
-    f.tuples.foreach(t => out += Row.fromSeq(t.toSeq ++ meta))
-  }
 
   val PolicySchema: StructType = new StructType()
     .add("firings", LongType, nullable = false)

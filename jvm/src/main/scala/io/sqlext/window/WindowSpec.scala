@@ -10,6 +10,8 @@ import org.json4s.jackson.JsonMethods
  * @param policyText the policy as the user wrote it, for error messages
  * @param partitionColumns columns holding the PARTITION BY values
  * @param meta the pane-function columns the query reads (WINDOW_ID, PANE_START, ...)
+ * @param aggregates streaming: (sum|count|min|max, column or "*") partial aggregates the
+ *   processor computes per firing, emitted as __sx_a0, __sx_a1, ... instead of the tuples
  */
 final case class WindowSpec(
     kind: String,
@@ -34,7 +36,8 @@ final case class WindowSpec(
     discard: Double = 0.0,
     offset: Double = 0.0,
     watermark: String = "",
-    watermarkDelay: Double = 0.0) {
+    watermarkDelay: Double = 0.0,
+    aggregates: Seq[(String, String)] = Nil) {
 
   @transient lazy val isPanes: Boolean = kind == "time_interval"
 
@@ -103,6 +106,8 @@ object WindowSpec {
       discard = (json \ "discard").extractOrElse[Double](0.0),
       offset = (json \ "offset").extractOrElse[Double](0.0),
       watermark = (json \ "watermark").extractOrElse[String](""),
-      watermarkDelay = (json \ "watermark_delay").extractOrElse[Double](0.0))
+      watermarkDelay = (json \ "watermark_delay").extractOrElse[Double](0.0),
+      aggregates = (json \ "aggregates").extractOrElse[Seq[Seq[String]]](Nil)
+        .map(pair => (pair.head, pair(1))))
   }
 }
