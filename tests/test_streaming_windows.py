@@ -40,6 +40,20 @@ def _append(spark, table, batch):
         .write.format("delta").mode("append").saveAsTable(table)
 
 
+def _stream_batches(spark, tmp_path_factory, batches, query_over):
+    """Appends each micro-batch to a new Delta source and runs the streaming table
+    `query_over("STREAM(source)")` after each (TRIGGER AVAILABLE NOW); (source, sink)."""
+    n = next(_names)
+    source, sink = f"sw_src_{n}", f"sw_out_{n}"
+    checkpoint = str(tmp_path_factory.mktemp("checkpoint"))
+    spark.sql(f"CREATE TABLE {source} (id BIGINT, k STRING, v DOUBLE) USING DELTA")
+    for batch in batches:
+        _append(spark, source, batch)
+        create_streaming_table(spark, sink, query_over(f"STREAM({source})"),
+                               checkpoint=checkpoint).awaitTermination()
+    return source, sink
+
+
 @st.composite
 def micro_batches(draw):
     counter = itertools.count()
@@ -53,14 +67,8 @@ def micro_batches(draw):
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=micro_batches())
 def test_streaming_equals_batch(spark, tmp_path_factory, window, batches):
-    n = next(_names)
-    source, sink = f"sw_src_{n}", f"sw_out_{n}"
-    checkpoint = str(tmp_path_factory.mktemp("checkpoint"))
-    spark.sql(f"CREATE TABLE {source} (id BIGINT, k STRING, v DOUBLE) USING DELTA")
-    for batch in batches:
-        _append(spark, source, batch)
-        create_streaming_table(spark, sink, _query(f"STREAM({source})", window),
-                               checkpoint=checkpoint).awaitTermination()
+    source, sink = _stream_batches(spark, tmp_path_factory, batches,
+                                   lambda stream: _query(stream, window))
     expected = _rows(spark.sql(_query(source, window, " ORDER BY id")))
     got = _rows(spark.table(sink)) if spark.catalog.tableExists(sink) else []
     assert got == expected
@@ -197,15 +205,9 @@ PARTIAL_QUERY = ("SELECT k, WINDOW_ID() AS w, SUM(v) AS s, COUNT(*) AS c, MIN(v)
 def test_partial_aggregates_equal_batch(spark, tmp_path_factory, window, batches):
     """SUM, COUNT, MIN, MAX and AVG leave the processor as one partial row per firing; the
     results equal the batch query's (which aggregates every tuple)."""
-    n = next(_names)
-    source, sink = f"sp_src_{n}", f"sp_out_{n}"
-    checkpoint = str(tmp_path_factory.mktemp("checkpoint"))
-    spark.sql(f"CREATE TABLE {source} (id BIGINT, k STRING, v DOUBLE) USING DELTA")
-    for batch in batches:
-        _append(spark, source, batch)
-        create_streaming_table(spark, sink, PARTIAL_QUERY.format(
-            source=f"STREAM({source})", window=window, order=""),
-            checkpoint=checkpoint).awaitTermination()
+    source, sink = _stream_batches(spark, tmp_path_factory, batches,
+                                   lambda stream: PARTIAL_QUERY.format(
+                                       source=stream, window=window, order=""))
     columns = ("k", "w", "s", "c", "lo", "hi", "a")
     expected = sorted(tuple(r) for r in spark.sql(PARTIAL_QUERY.format(
         source=source, window=window, order=" ORDER BY id")).select(*columns).collect())

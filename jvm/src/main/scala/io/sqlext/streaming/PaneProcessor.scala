@@ -20,8 +20,11 @@ import scala.collection.mutable.ArrayBuffer
  * watermark computed after micro-batch b acts before the tuples of batch b + 1, as in SPL.
  * Timers wake panes that receive no tuples.
  */
-class PaneProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String], java8Time: Boolean)
-    extends StatefulProcessor[Row, Row, Row] {
+class PaneProcessor(
+    spec: WindowSpec,
+    input: StructType,
+    metaNames: Seq[String],
+    java8Time: Boolean) extends StatefulProcessor[Row, Row, Row] {
 
   @transient private var flags: ValueState[Row] = _
   @transient private var tuples: ListState[Row] = _
