@@ -152,7 +152,7 @@ def streaming_benchmark(spark, rows: int) -> None:
                   .withWatermark("ts", "5 seconds"))
         from pyspark.sql import functions as F
         writer = (stream.groupBy("k", F.window("ts", "60 seconds", "15 seconds"))
-                  .agg(F.sum("x"), F.max("x")).writeStream.format(sink).outputMode("append")
+                  .agg(F.sum("x").alias("total"), F.max("x").alias("top")).writeStream.format(sink).outputMode("append")
                   .option("checkpointLocation", str(work / f"ckpt_native_{sink}"))
                   .trigger(availableNow=True))
         if sink == "delta":
@@ -207,7 +207,7 @@ def streaming_window_benchmark(spark, rows: int) -> None:
 
     def native(name, sink, *window):
         writer = (stream().withWatermark("ts", "5 seconds").groupBy("k", F.window("ts", *window))
-                  .agg(F.sum("x"), F.max("x")).writeStream.format(sink).outputMode("append")
+                  .agg(F.sum("x").alias("total"), F.max("x").alias("top")).writeStream.format(sink).outputMode("append")
                   .option("checkpointLocation", str(work / f"ckpt_{name}_{sink}"))
                   .trigger(availableNow=True))
         if sink == "delta":

@@ -112,7 +112,6 @@ def test_a_batch_query_over_a_stream_points_to_streaming_tables(spark, readings)
 
 
 @pytest.mark.parametrize("window, message", [
-    ("TUMBLING PUNCT()", "PUNCT() (file punctuations) is not supported in streaming yet"),
     ("TUMBLING COUNT(2) OVER (PARTITION BY name) PARTITION EVICTION COUNT(3)",
      "PARTITION EVICTION COUNT (AGE works in streaming) is not supported in streaming yet"),
 ])

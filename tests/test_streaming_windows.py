@@ -230,3 +230,23 @@ def test_which_queries_take_partial_aggregates():
     assert partials(f"SELECT k, COLLECT_LIST(x) AS s {window}", {"x": "int"})[0] is None
     assert partials(f"SELECT k, SUM(x) AS s {window} GROUP BY g", {"x": "int"})[0] is None
     assert partials(f"SELECT k, SUM(DISTINCT x) AS s {window}", {"x": "int"})[0] is None
+
+
+def test_file_punctuations(spark, tmp_path):
+    """TUMBLING PUNCT(): the end of each input file flushes every partition, also two files
+    read in one micro-batch; the same windows as the batch query over the same files."""
+    spark.sql("CREATE TABLE files_src (id BIGINT, k STRING, v DOUBLE) USING DELTA")
+    query = ("SELECT k, ARRAY_SORT(COLLECT_LIST(id)) AS ids FROM {source} "
+             "WINDOW TUMBLING PUNCT() OVER (PARTITION BY k)")
+    files = [[(1, "a", 0.0), (2, "b", 0.0), (3, "a", 0.0)], [(4, "a", 0.0)],
+             [(5, "b", 0.0), (6, "b", 0.0)]]
+    _append(spark, "files_src", files[0])
+    _append(spark, "files_src", files[1])  # two files, one micro-batch
+    create_streaming_table(spark, "files_out", query.format(source="STREAM(files_src)"),
+                           checkpoint=str(tmp_path / "ckpt")).awaitTermination()
+    _append(spark, "files_src", files[2])
+    create_streaming_table(spark, "files_out", query.format(source="STREAM(files_src)"),
+                           checkpoint=str(tmp_path / "ckpt")).awaitTermination()
+    got = _sink_rows(spark, "files_out", ("k", "ids"))
+    assert got == [("a", [1, 3]), ("a", [4]), ("b", [2]), ("b", [5, 6])]
+    assert got == sorted(tuple(r) for r in spark.sql(query.format(source="files_src")).collect())

@@ -8,10 +8,13 @@ import org.apache.spark.sql.types._
 import scala.collection.mutable.ArrayBuffer
 
 /**
- * TUMBLING PUNCT(expr) under `transformWithState`: a marker row is a window punctuation that
- * flushes every partition at once (semantics.md section 5), so one state machine sees all
- * partitions in arrival order (one grouping key for the whole window, as the batch engine
- * replays it globally). State: one map entry per partition, its tuples and window number.
+ * TUMBLING PUNCT(expr) and PUNCT() under `transformWithState`. A punctuation flushes every
+ * partition at once (semantics.md section 5), so one state machine sees all partitions in
+ * arrival order (one grouping key for the whole window, as the batch engine replays it
+ * globally). PUNCT(expr): a marker row is a punctuation. PUNCT(): the end of each input file
+ * is one; Spark reads a file whole within one micro-batch, so a file ends where the next
+ * begins and at the end of its micro-batch. State: one map entry per partition, its tuples and
+ * window number.
  */
 class PunctProcessor(input: StructType, partitionSchema: StructType, metaNames: Seq[String])
     extends StatefulProcessor[Row, Row, Row] {
@@ -19,7 +22,8 @@ class PunctProcessor(input: StructType, partitionSchema: StructType, metaNames: 
   @transient private var partitions: MapState[Row, Row] = _
 
   private val seqIndex = input.fieldIndex(WindowSpec.SeqColumn)
-  private val markerIndex = input.fieldIndex(WindowSpec.PunctColumn)
+  private val markerIndex = input.fieldNames.indexOf(WindowSpec.PunctColumn)
+  private val fileIndex = input.fieldNames.indexOf(WindowSpec.FileColumn)
   private val orderIndex = input.fieldNames.indexOf(WindowSpec.OrderColumn)
   /** Unpartitioned: the one partition's key is the constant grouping key. */
   private val keyIndexes = partitionSchema.fieldNames.filter(input.fieldNames.contains)
@@ -43,14 +47,20 @@ class PunctProcessor(input: StructType, partitionSchema: StructType, metaNames: 
       window.restore(k, PartitionState(saved.getSeq[Row](0).toIndexedSeq, saved.getLong(1)))
       keys += k
     }
+    var file: Any = null
     rows.toArray.sortBy(_.getLong(seqIndex)).foreach { row =>
-      if (row.getBoolean(markerIndex)) window.punctuate(0L)(emit)
+      if (markerIndex >= 0 && row.getBoolean(markerIndex)) window.punctuate(0L)(emit)
       else {
+        if (fileIndex >= 0) {
+          if (file != null && row.get(fileIndex) != file) window.punctuate(0L)(emit)
+          file = row.get(fileIndex)
+        }
         val k = keyOf(row)
         keys += k
         window.insert(k, row, 0L)(emit)
       }
     }
+    if (file != null) window.punctuate(0L)(emit) // the batch's last file ended
     keys.foreach { k =>
       val state = window.save(k)
       partitions.updateValue(k, Row(state.tuples, state.firings))

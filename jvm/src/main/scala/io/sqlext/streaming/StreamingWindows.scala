@@ -20,10 +20,9 @@ object StreamingWindows {
 
   /** TUMBLING and SLIDING: one state machine per partition key, in processing time. */
   private def partitions(input: DataFrame, spec: WindowSpec): DataFrame = {
-    if (spec.isFilePunct || Seq("count", "tuples").contains(spec.partitionEviction)) {
-      val what = if (spec.partitionEviction.nonEmpty) {
+    if (Seq("count", "tuples").contains(spec.partitionEviction)) {
+      val what =
         s"PARTITION EVICTION ${spec.partitionEviction.toUpperCase} (AGE works in streaming)"
-      } else "PUNCT() (file punctuations)"
       throw SqlExtErrors.analysis(s"${spec.policyText}: $what is not supported in streaming " +
         "yet (it acts across partitions); it runs in batch")
     }
@@ -43,8 +42,8 @@ object StreamingWindows {
       StructType(spec.partitionColumns.map(c => schema(c)) ++ firingColumns ++
         new FiringPartials(spec, schema, spec.partitionColumns).schema)
     } else StructType(schema.fields ++ firingColumns)
-    if (spec.policy == "punct_expr") {
-      // Markers punctuate every partition: one machine, one grouping key, all partitions.
+    if (spec.policy == "punct_expr" || spec.isFilePunct) {
+      // Punctuations flush every partition: one machine, one grouping key, all partitions.
       val partitionSchema = if (keyIndexes.isEmpty) keySchema else StructType(
         keyIndexes.map(schema.fields))
       return input
