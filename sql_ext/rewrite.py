@@ -111,7 +111,7 @@ def _helper_columns(model: WindowModel, select: exp.Select,
         sequence = "sql_ext_arrival" if streaming else "monotonically_increasing_id"
         helpers.append((exp.func(sequence), "__sx_seq"))
     if model.kind == "TIME_INTERVAL":
-        helpers.append((model.event_time.copy(), "__sx_event"))
+        helpers.append((model.event_time.copy(), "__sx_etime"))
         watermark = model.watermark
         if watermark is not None and watermark.name == "BY":
             helpers.append((watermark.expressions[0].copy(), "__sx_wm"))

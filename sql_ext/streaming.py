@@ -193,7 +193,7 @@ def _only_read_columns(lowered: LoweredWindow) -> exp.Select:
     """The inner SELECT with `*` narrowed to the source columns the aggregation reads: window
     state keeps every column it is given, and the optimizer cannot prune through it.
 
-        SELECT *, k AS __sx_p0, ts AS __sx_event FROM s  ->  SELECT x, k AS __sx_p0, ... FROM s
+        SELECT *, k AS __sx_p0, ts AS __sx_etime FROM s  ->  SELECT x, k AS __sx_p0, ... FROM s
     """
     reading = lowered.outer.copy()
     reading.set("from_", None)

@@ -102,3 +102,12 @@ def test_time_interval_matches_oracle(spark, timestamps, data, interval, partiti
                                   window=f"TIME_INTERVAL{interval} ON ts {clause}")).collect()
     expected = pane_firings(rows, *interval, event_time=lambda r: r["ts"], **kwargs)
     assert _shape_sql(got) == _shape_oracle(expected["firings"])
+
+
+@pytest.mark.parametrize("watermark", ["", "OVER (ORDER BY t) WATERMARK DELAY 0"])
+def test_window_event_beside_the_event_time(spark, watermark):
+    """WINDOW_EVENT() of a pane is 'TRIGGER', in the expansion and in the replay."""
+    rows = spark.sql(f"""
+        SELECT PANE_START() AS s, WINDOW_EVENT() AS e, COUNT(*) AS n
+        FROM VALUES (1), (4), (12) AS v(t) WINDOW TIME_INTERVAL(10) ON t {watermark}""")
+    assert sorted(tuple(r) for r in rows.collect()) == [(0, "TRIGGER", 2), (10, "TRIGGER", 1)]

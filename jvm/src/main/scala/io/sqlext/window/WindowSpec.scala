@@ -63,7 +63,7 @@ object WindowSpec {
   val SeqColumn = "__sx_seq"
   val DeltaColumn = "__sx_delta"
   val TriggerDeltaColumn = "__sx_tdelta"
-  val EventTimeColumn = "__sx_event"
+  val EventTimeColumn = "__sx_etime"
   val WatermarkColumn = "__sx_wm"
   val PunctColumn = "__sx_punct"
   val FileColumn = "__sx_file"
