@@ -143,13 +143,13 @@ def _partial_aggregates(lowered: LoweredWindow, schema: dict[str, str]) -> list 
 
     Returns [(function, column), ...] and rewrites lowered.outer in place, or None.
     """
-    if lowered.spec["kind"] == "time_interval" or lowered.spec["policy"] == "punct_expr":
-        return None
+    if lowered.spec["kind"] == "time_interval" or lowered.spec["policy"] in ("punct",
+                                                                            "punct_expr"):
+        return None  # the pane and punctuation processors hand over whole firings
     outer = lowered.outer.copy()
     if any(not g.name.startswith("__sx_") for g in outer.args["group"].expressions):
         return None
-    calls = [a for a in outer.find_all(exp.AggFunc)]
-    for call in calls:
+    for call in outer.find_all(exp.AggFunc):
         arg = call.this
         if type(call) not in PARTIAL_FUNCTIONS or isinstance(arg, exp.Distinct):
             return None
@@ -181,12 +181,17 @@ def _partial_aggregates(lowered: LoweredWindow, schema: dict[str, str]) -> list 
             outer.set(part, [e.transform(merge) for e in value])
         elif value is not None:
             outer.set(part, value.transform(merge))
-    reading = outer.copy()
-    reading.set("from_", None)
-    if any(not c.name.startswith("__sx_") for c in reading.find_all(exp.Column)):
+    if _tuple_columns_read(outer):
         return None  # something else reads the tuples (a function sqlglot does not know)
     lowered.outer = outer
     return partials
+
+
+def _tuple_columns_read(outer: exp.Select) -> set[str]:
+    """Source columns the aggregation over the firings reads (helper columns aside)."""
+    reading = outer.copy()
+    reading.set("from_", None)
+    return {c.name for c in reading.find_all(exp.Column) if not c.name.startswith("__sx_")}
 
 
 def _only_read_columns(lowered: LoweredWindow) -> exp.Select:
@@ -195,10 +200,7 @@ def _only_read_columns(lowered: LoweredWindow) -> exp.Select:
 
         SELECT *, k AS __sx_p0, ts AS __sx_etime FROM s  ->  SELECT x, k AS __sx_p0, ... FROM s
     """
-    reading = lowered.outer.copy()
-    reading.set("from_", None)
-    read = sorted({c.name for c in reading.find_all(exp.Column)
-                   if not c.name.startswith("__sx_")})
+    read = sorted(_tuple_columns_read(lowered.outer))
     inner = lowered.inner.copy()
     helpers = [e for e in inner.expressions if not isinstance(e, exp.Star)]
     inner.set("expressions", [exp.column(c, quoted=True) for c in read] + helpers)

@@ -230,6 +230,8 @@ def test_which_queries_take_partial_aggregates():
     assert partials(f"SELECT k, COLLECT_LIST(x) AS s {window}", {"x": "int"})[0] is None
     assert partials(f"SELECT k, SUM(x) AS s {window} GROUP BY g", {"x": "int"})[0] is None
     assert partials(f"SELECT k, SUM(DISTINCT x) AS s {window}", {"x": "int"})[0] is None
+    punct = "FROM STREAM(t) WINDOW TUMBLING PUNCT() OVER (PARTITION BY k)"
+    assert partials(f"SELECT k, SUM(x) AS s {punct}", {"x": "int"})[0] is None
 
 
 def test_file_punctuations(spark, tmp_path):

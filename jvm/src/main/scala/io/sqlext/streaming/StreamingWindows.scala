@@ -13,6 +13,9 @@ import org.apache.spark.sql.types._
  */
 object StreamingWindows {
 
+  /** The grouping key of a window that runs as one state machine (one key, Row(0)). */
+  private val WholeWindowKey = new StructType().add("__sx_all", IntegerType)
+
   def firings(input: DataFrame, specJson: String): DataFrame = {
     val spec = WindowSpec.fromJson(specJson)
     if (spec.isPanes) panes(input, spec) else partitions(input, spec)
@@ -29,7 +32,7 @@ object StreamingWindows {
     val schema = input.schema
     val keyIndexes = spec.partitionColumns.map(schema.fieldIndex)
     // An unpartitioned window is one partition; Spark's grouping needs a key column for it.
-    val keySchema = if (keyIndexes.isEmpty) new StructType().add("__sx_all", IntegerType)
+    val keySchema = if (keyIndexes.isEmpty) WholeWindowKey
       else StructType(keyIndexes.map(schema.fields))
     val keyOf: Row => Row = if (keyIndexes.isEmpty) _ => Row(0)
       else row => Row.fromSeq(keyIndexes.map(row.get))
@@ -44,12 +47,9 @@ object StreamingWindows {
     } else StructType(schema.fields ++ firingColumns)
     if (spec.policy == "punct_expr" || spec.isFilePunct) {
       // Punctuations flush every partition: one machine, one grouping key, all partitions.
-      val partitionSchema = if (keyIndexes.isEmpty) keySchema else StructType(
-        keyIndexes.map(schema.fields))
       return input
-        .groupByKey((_: Row) => Row(0))(Encoders.row(new StructType().add("__sx_all",
-          IntegerType)))
-        .transformWithState(new PunctProcessor(schema, partitionSchema, metaNames),
+        .groupByKey((_: Row) => Row(0))(Encoders.row(WholeWindowKey))
+        .transformWithState(new PunctProcessor(schema, keySchema, metaNames),
           TimeMode.None(), OutputMode.Append())(Encoders.row(output))
         .toDF()
     }
