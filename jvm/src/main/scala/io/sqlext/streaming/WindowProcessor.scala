@@ -54,9 +54,9 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
       : Iterator[Row] = {
     val nowMs = timers.getCurrentProcessingTimeInMs()
     val now = nowMs * 1000L
-    val (window, out) = load(key, now)
+    val (window, out, touched) = load(key, now)
     val emit = emitter(out)
-    if (ageMs >= 0 && aged(nowMs)) evict(key, window, emit)
+    if (aged(window, key, touched, nowMs)) evict(key, window, emit)
     if (spec.timeBased) window.advanceClock(now)(emit)
     var skipped = 0L
     var inserted = false
@@ -75,17 +75,19 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
       : Iterator[Row] = {
     val nowMs = timers.getCurrentProcessingTimeInMs()
     if (!policy.exists()) return Iterator.empty
-    val (window, out) = load(key, nowMs * 1000L)
-    if (ageMs >= 0 && aged(nowMs)) evict(key, window, emitter(out))
-    if (spec.timeBased) window.advanceClock(nowMs * 1000L)(emitter(out))
+    val (window, out, touched) = load(key, nowMs * 1000L)
+    val emit = emitter(out)
+    if (aged(window, key, touched, nowMs)) evict(key, window, emit)
+    if (spec.timeBased) window.advanceClock(nowMs * 1000L)(emit)
     save(key, window, touched)
     out.iterator
   }
 
-  private def touched: Long = if (policy.exists()) policy.get().getLong(6) else Long.MinValue
-
-  private def aged(nowMs: Long): Boolean =
-    touched != Long.MinValue && nowMs > touched + ageMs && tuples.get().hasNext
+  /** AGE eviction is due: the partition holds tuples and saw no insert for more than AGE. */
+  private def aged(window: CheckpointedWindow[Row, Row], key: Row, touched: Long,
+      nowMs: Long): Boolean =
+    ageMs >= 0 && touched != Long.MinValue && nowMs > touched + ageMs &&
+      window.save(key).tuples.nonEmpty
 
   /** The partition's tuples leave: fired as EVICTED with EMIT EVICTED, else counted and logged.
    *  Its window number stays, as the batch engine keeps it. */
@@ -110,8 +112,10 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
     case None => WindowProcessor.emitter(out, metaNames, orderIndex)
   }
 
-  /** A state machine holding this partition as the previous micro-batch left it. */
-  private def load(key: Row, now: Long): (CheckpointedWindow[Row, Row], ArrayBuffer[Row]) = {
+  /** A state machine holding this partition as the previous micro-batch left it, an output
+   *  buffer, and the wall clock (ms) of the partition's last insert (Long.MinValue: none). */
+  private def load(key: Row, now: Long)
+      : (CheckpointedWindow[Row, Row], ArrayBuffer[Row], Long) = {
     val saved = if (policy.exists()) Some(policy.get()) else None
     val nextTick = saved.map(_.getLong(4)).filter(_ != Long.MaxValue)
     // A new partition's first tick is the next multiple of the period after now.
@@ -123,7 +127,7 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
         p.getBoolean(1), p.getLong(2), if (p.isNullAt(3)) None else Some(p.getDouble(3)),
         p.getSeq[Long](5).toIndexedSeq))
     }
-    (window, ArrayBuffer.empty[Row])
+    (window, ArrayBuffer.empty[Row], saved.map(_.getLong(6)).getOrElse(Long.MinValue))
   }
 
   private def save(key: Row, window: CheckpointedWindow[Row, Row], touchedMs: Long): Unit = {
