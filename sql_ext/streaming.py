@@ -72,9 +72,9 @@ def _source_stream(spark: SparkSession, source: str) -> DataFrame:
 
 
 def _write(batch: DataFrame, table: str, location: str | None, app_id: str, batch_id: int,
-           upsert: bool) -> None:
-    """One Delta commit per micro-batch: a MERGE when the batch re-fires panes (their rows
-    replace the earlier ones), else an append (a first firing has no row yet)."""
+           upsert: bool, any_rows: bool) -> None:
+    """Creates the table at the first batch; then one Delta commit per micro-batch with rows: a MERGE when the batch re-fires panes (their
+    rows replace the earlier ones), else an append (a first firing has no row yet)."""
     session = batch.sparkSession
     if not session.catalog.tableExists(table):
         if location and DeltaTable.isDeltaTable(session, location):
@@ -85,6 +85,8 @@ def _write(batch: DataFrame, table: str, location: str | None, app_id: str, batc
             if location:
                 writer = writer.option("path", location)
             writer.saveAsTable(table)
+    if not any_rows:
+        return
     # Idempotent per micro-batch: Delta skips a (txnAppId, txnVersion) it already committed.
     session.conf.set("spark.databricks.delta.write.txnAppId", app_id)
     session.conf.set("spark.databricks.delta.write.txnVersion", str(batch_id))
@@ -93,7 +95,7 @@ def _write(batch: DataFrame, table: str, location: str | None, app_id: str, batc
             (DeltaTable.forName(session, table).alias("t")
              .merge(batch.alias("s"), f"t.{KEY_COLUMN} <=> s.{KEY_COLUMN}")
              .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
-        elif not batch.isEmpty():
+        else:
             batch.write.format("delta").mode("append").saveAsTable(table)
     finally:
         session.conf.unset("spark.databricks.delta.write.txnAppId")
@@ -143,9 +145,6 @@ def _partial_aggregates(lowered: LoweredWindow, schema: dict[str, str]) -> list 
 
     Returns [(function, column), ...] and rewrites lowered.outer in place, or None.
     """
-    if lowered.spec["kind"] == "time_interval" or lowered.spec["policy"] in ("punct",
-                                                                            "punct_expr"):
-        return None  # the pane and punctuation processors hand over whole firings
     outer = lowered.outer.copy()
     if any(not g.name.startswith("__sx_") for g in outer.args["group"].expressions):
         return None
@@ -247,13 +246,14 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str | exp.Select
         # Computed once, always: the window state of the batch commits only when all of its
         # partitions run, also when Delta skips the MERGE of a batch replayed after a restart.
         rows = batch.sparkSession.sql(outer_sql).localCheckpoint(eager=True)
-        upsert = refires and not rows.where(f"{INDEX_COLUMN} > 0").isEmpty()
+        # One small job over the computed rows: how many, and whether any re-fires a pane.
+        written, upsert = rows.selectExpr(
+            "COUNT(*)", f"COALESCE(MAX({INDEX_COLUMN}), 0) > 0" if refires else "FALSE").first()
         if refires:
             rows = rows.drop(INDEX_COLUMN)
-        _write(rows, name, location, f"sql_ext:{name}", batch_id, upsert)
+        _write(rows, name, location, f"sql_ext:{name}", batch_id, upsert, written > 0)
         table = _running.get(name)
         if table is not None:
-            written = rows.count()
             table.rows_out += written
             log.info("sql_ext stream %s batch %d: %d rows written", name, batch_id, written)
         _fault_point(batch_id)

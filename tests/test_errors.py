@@ -1,6 +1,5 @@
 """Every invalid window is a clear error naming the offending part (sql.md section 6)."""
 
-import re
 
 import pytest
 from pyspark.errors import AnalysisException, ParseException
@@ -109,20 +108,6 @@ def test_a_batch_query_over_a_stream_points_to_streaming_tables(spark, readings)
                 "SELECT SUM(v) FROM STREAM(readings) WINDOW TIME_INTERVAL(10) ON ts"]:
         with pytest.raises(ParseException, match="runs as a streaming table: CREATE STREAMING"):
             spark.sql(sql)
-
-
-@pytest.mark.parametrize("window, message", [
-    ("TUMBLING COUNT(2) OVER (PARTITION BY name) PARTITION EVICTION COUNT(3)",
-     "PARTITION EVICTION COUNT (AGE works in streaming) is not supported in streaming yet"),
-])
-def test_streaming_kinds_not_built_yet_say_so(spark, readings, tmp_path, window, message):
-    from sql_ext.streaming import create_streaming_table
-
-    spark.sql("CREATE TABLE IF NOT EXISTS readings_delta USING DELTA AS SELECT * FROM readings")
-    with pytest.raises(AnalysisException, match=re.escape(message)):
-        create_streaming_table(spark, "not_yet", f"SELECT SUM(v) AS s FROM "
-                               f"STREAM(readings_delta) WINDOW {window}",
-                               checkpoint=str(tmp_path / "ckpt"))
 
 
 def test_plain_sql_errors_stay_sparks_own(spark):

@@ -52,10 +52,9 @@ def micro_batches(draw):
             for _ in range(draw(st.integers(1, 4)))]
 
 
-@settings(max_examples=8, deadline=None,  # each example runs several streaming queries
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(batches=micro_batches())
-def test_streaming_panes_match_oracle(spark, tmp_path_factory, batches):
+def _run_batches(spark, tmp_path_factory, batches, query):
+    """Appends each micro-batch to a new Delta source and runs the streaming table after each
+    (AVAILABLE NOW); the sink's rows."""
     n = next(_names)
     source, sink = f"stream_src_{n}", f"stream_out_{n}"
     checkpoint = tmp_path_factory.mktemp("checkpoint")
@@ -66,13 +65,39 @@ def test_streaming_panes_match_oracle(spark, tmp_path_factory, batches):
             [(r["id"], r["k"], T0 + datetime.timedelta(seconds=r["ts"]), r["v"]) for r in batch],
             "id long, k string, event_time timestamp, v double") \
             .write.format("delta").mode("append").saveAsTable(source)
-        create_streaming_table(spark, sink, QUERY.format(source=source),
+        create_streaming_table(spark, sink, query.format(source=source),
                                checkpoint=str(checkpoint)).awaitTermination()
-    got = []
-    if spark.catalog.tableExists(sink):
-        got = sorted((r.k, (r.s - T0).total_seconds(), r.t, r.i, tuple(r.ids), r.total)
-                     for r in spark.table(sink).collect())
+    return spark.table(sink).collect() if spark.catalog.tableExists(sink) else []
+
+
+@settings(max_examples=8, deadline=None,  # each example runs several streaming queries
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=micro_batches())
+def test_streaming_panes_match_oracle(spark, tmp_path_factory, batches):
+    got = sorted((r.k, (r.s - T0).total_seconds(), r.t, r.i, tuple(r.ids), r.total)
+                 for r in _run_batches(spark, tmp_path_factory, batches, QUERY))
     assert got == _expected(batches)
+
+
+PARTIAL_QUERY = """
+    SELECT k, PANE_START() AS s, PANE_TIMING() AS t, PANE_INDEX() AS i, COUNT(*) AS n,
+           MIN(id) AS lo, MAX(id) AS hi, SUM(v) AS total, AVG(v) AS a
+    FROM STREAM({source})
+    WINDOW TIME_INTERVAL(10, 5, 15) ON event_time OVER (PARTITION BY k) WATERMARK DELAY 2"""
+
+
+@settings(max_examples=4, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=micro_batches())
+def test_streaming_pane_partial_aggregates_match_oracle(spark, tmp_path_factory, batches):
+    """COUNT, MIN, MAX, SUM and AVG leave the pane processor as one row of partials per firing
+    (over all the pane's tuples, late ones included); the table equals the oracle's."""
+    got = sorted((r.k, (r.s - T0).total_seconds(), r.t, r.i, r.n, r.lo, r.hi, r.total,
+                  round(r.a, 9)) for r in _run_batches(spark, tmp_path_factory, batches,
+                                                       PARTIAL_QUERY))
+    assert got == sorted((k, s, t, i, len(ids), min(ids), max(ids), total,
+                          round(total / len(ids), 9))
+                         for k, s, t, i, ids, total in _expected(batches))
 
 
 def test_stream_progress_is_visible(spark, tmp_path):

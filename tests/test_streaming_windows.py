@@ -3,6 +3,7 @@ the streaming table compared with the batch query over the same recorded input (
 arrival number), for every deterministic policy; restarts resume the window state."""
 
 import itertools
+import re
 import time
 
 import pytest
@@ -19,15 +20,24 @@ WINDOWS = [
     "SLIDING COUNT(4) TRIGGER DELTA(v, 3)",
     "SLIDING COUNT(3) TRIGGER COUNT(1) EMIT INCOMPLETE",
     "TUMBLING PUNCT(v > 9)",
+    # Partition eviction picks victims across partitions: one machine for the whole window.
+    "TUMBLING COUNT(3) PARTITION EVICTION COUNT(2)",
+    "TUMBLING DELTA(v, 4) PARTITION EVICTION TUPLES(4) EMIT EVICTED",
+    "SLIDING COUNT(3) TRIGGER COUNT(2) PARTITION EVICTION TUPLES(3) EMIT EVICTED",
 ]
 _names = itertools.count()
 
 
+def _window_clause(window: str, order: str) -> str:
+    """WINDOW <policy> OVER (PARTITION BY k<order>) [PARTITION EVICTION ...] [EMIT ...]"""
+    policy, tail = re.match(r"(.*?)((?: PARTITION EVICTION| EMIT) .*)?$", window).groups()
+    return f"WINDOW {policy} OVER (PARTITION BY k{order}){tail or ''}"
+
+
 def _query(source: str, window: str, order: str = "") -> str:
-    policy, _, emit = window.partition(" EMIT ")
     return (f"SELECT k, WINDOW_ID() AS w, WINDOW_EVENT() AS e, "
             f"ARRAY_SORT(COLLECT_LIST(id)) AS ids, SUM(v) AS total FROM {source} "
-            f"WINDOW {policy} OVER (PARTITION BY k{order}) {'EMIT ' + emit if emit else ''}")
+            f"{_window_clause(window, order)}")
 
 
 def _rows(frame):
@@ -85,6 +95,23 @@ def test_unpartitioned_punct_markers(spark, tmp_path):
         create_streaming_table(spark, "punct_out", query,
                                checkpoint=str(tmp_path / "ckpt")).awaitTermination()
     assert _sink_rows(spark, "punct_out", ("w", "ids")) == [(0, [1]), (1, [3, 4])]
+
+
+def test_tuple_count_eviction_keeps_recency_across_micro_batches(spark, tmp_path_factory):
+    """semantics.md section 5 (WindowTest12): TUMBLING COUNT(4), PARTITION EVICTION TUPLES(5),
+    keys 0,0,0,0,1,1,1,1,0,1,0,1,0,1: tuple 13 evicts partition 0 (the least recently inserted
+    into, holding 8, 10, 12) and partition 1 keeps 3 tuples. The micro-batches end after
+    tuples 9 and 12, so the recency order and the total come back from the state store."""
+    keys = "00001111010101"
+    tuples = [(i, key, 1.0) for i, key in enumerate(keys)]
+    window = "TUMBLING COUNT(4) PARTITION EVICTION TUPLES(5) EMIT EVICTED"
+    source, sink = _stream_batches(spark, tmp_path_factory,
+                                   [tuples[:10], tuples[10:13], tuples[13:]],
+                                   lambda stream: _query(stream, window))
+    assert _rows(spark.table(sink)) == [("0", 0, "FLUSH", (0, 1, 2, 3), 4.0),
+                                        ("0", 1, "EVICTED", (8, 10, 12), 3.0),
+                                        ("1", 0, "FLUSH", (4, 5, 6, 7), 4.0)]
+    assert _rows(spark.table(sink)) == _rows(spark.sql(_query(source, window, " ORDER BY id")))
 
 
 def test_count_20_resumes_after_restart(spark, tmp_path):
@@ -193,12 +220,13 @@ def test_partition_eviction_age_by_the_wall_clock(spark, tmp_path):
 
 
 PARTIAL_QUERY = ("SELECT k, WINDOW_ID() AS w, SUM(v) AS s, COUNT(*) AS c, MIN(v) AS lo, "
-                 "MAX(id) AS hi, AVG(v) AS a FROM {source} "
-                 "WINDOW {window} OVER (PARTITION BY k{order})")
+                 "MAX(id) AS hi, AVG(v) AS a FROM {source} {window}")
 
 
 @pytest.mark.parametrize("window", ["TUMBLING COUNT(3)", "SLIDING COUNT(4) TRIGGER COUNT(2)",
-                                    "SLIDING DELTA(v, 5) TRIGGER COUNT(1)"])
+                                    "SLIDING DELTA(v, 5) TRIGGER COUNT(1)",
+                                    "TUMBLING PUNCT(v > 9)",
+                                    "TUMBLING COUNT(3) PARTITION EVICTION COUNT(2) EMIT EVICTED"])
 @settings(max_examples=2, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=micro_batches())
@@ -207,10 +235,10 @@ def test_partial_aggregates_equal_batch(spark, tmp_path_factory, window, batches
     results equal the batch query's (which aggregates every tuple)."""
     source, sink = _stream_batches(spark, tmp_path_factory, batches,
                                    lambda stream: PARTIAL_QUERY.format(
-                                       source=stream, window=window, order=""))
+                                       source=stream, window=_window_clause(window, "")))
     columns = ("k", "w", "s", "c", "lo", "hi", "a")
     expected = sorted(tuple(r) for r in spark.sql(PARTIAL_QUERY.format(
-        source=source, window=window, order=" ORDER BY id")).select(*columns).collect())
+        source=source, window=_window_clause(window, " ORDER BY id"))).select(*columns).collect())
     assert _sink_rows(spark, sink, columns) == expected
 
 
@@ -231,7 +259,9 @@ def test_which_queries_take_partial_aggregates():
     assert partials(f"SELECT k, SUM(x) AS s {window} GROUP BY g", {"x": "int"})[0] is None
     assert partials(f"SELECT k, SUM(DISTINCT x) AS s {window}", {"x": "int"})[0] is None
     punct = "FROM STREAM(t) WINDOW TUMBLING PUNCT() OVER (PARTITION BY k)"
-    assert partials(f"SELECT k, SUM(x) AS s {punct}", {"x": "int"})[0] is None
+    assert partials(f"SELECT k, SUM(x) AS s {punct}", {"x": "int"})[0] == [("sum", "x")]
+    panes = "FROM STREAM(t) WINDOW TIME_INTERVAL(10) ON ts OVER (PARTITION BY k)"
+    assert partials(f"SELECT k, SUM(x) AS s {panes}", {"x": "int"})[0] == [("sum", "x")]
 
 
 def test_file_punctuations(spark, tmp_path):

@@ -104,13 +104,7 @@ final case class ReplayLayout(spec: WindowSpec, input: Seq[Attribute], meta: Seq
   def isMarker(row: InternalRow): Boolean =
     punctOrdinal >= 0 && !row.isNullAt(punctOrdinal) && row.getBoolean(punctOrdinal)
 
-  def partitionEviction: Option[PartitionEvictionPolicy] = spec.partitionEviction match {
-    // Whole seconds, as the reference's recency list keeps them.
-    case "age" => Some(PartitionEvictionPolicy.Age(spec.partitionEvictionValue.toLong))
-    case "count" => Some(PartitionEvictionPolicy.Count(spec.partitionEvictionValue.toLong))
-    case "tuples" => Some(PartitionEvictionPolicy.Tuples(spec.partitionEvictionValue.toLong))
-    case _ => None
-  }
+  def partitionEviction: Option[PartitionEvictionPolicy] = spec.partitionEvictionPolicy
 
   def slidingPolicy(name: String, count: Long, delta: Double, seconds: Double): SlidingPolicy =
     name match {

@@ -1,6 +1,6 @@
 package io.sqlext.streaming
 
-import io.sqlext.window.{PaneSpec, WindowSpec}
+import io.sqlext.window.{Firing, PaneSpec, WindowSpec}
 import org.apache.spark.sql.{Encoders, Row}
 import org.apache.spark.sql.catalyst.util.DateTimeUtils
 import org.apache.spark.sql.streaming._
@@ -18,7 +18,8 @@ import scala.collection.mutable.ArrayBuffer
  * 1 ms, so Spark drops exactly the tuples SPL drops. Each call first lets the pane see the
  * batch's watermark (complete, trigger if updated, close), then adds the batch's tuples: a
  * watermark computed after micro-batch b acts before the tuples of batch b + 1, as in SPL.
- * Timers wake panes that receive no tuples.
+ * Timers wake panes that receive no tuples. With partial aggregates a firing leaves as one
+ * row (key, firing columns, partials over all the pane's tuples), else as all its tuples.
  */
 class PaneProcessor(
     spec: WindowSpec,
@@ -29,6 +30,9 @@ class PaneProcessor(
   @transient private var flags: ValueState[Row] = _
   @transient private var tuples: ListState[Row] = _
 
+  private val partials =
+    if (FiringPartials.enabled(spec)) Some(new FiringPartials(spec, input, spec.partitionColumns))
+    else None
   private val geometry = PaneSpec(math.round(spec.duration * 1e6), math.round(spec.period * 1e6),
     math.round(spec.discard * 1e6), math.round(spec.offset * 1e6))
 
@@ -89,7 +93,13 @@ class PaneProcessor(
     var firings = pane.getLong(2)
     if (complete && fresh) {
       val meta = metaValues(n, firings)
-      tuples.get().foreach(t => out += Row.fromSeq(t.toSeq ++ meta))
+      partials match {
+        case Some(p) =>
+          val all = tuples.get().toIndexedSeq
+          out += Row.fromSeq(p.keyValues(all.head) ++ (n +: meta) ++
+            p.values(Firing(all.head, n, all, Firing.Trigger)))
+        case None => tuples.get().foreach(t => out += Row.fromSeq(t.toSeq ++ meta))
+      }
       firings += 1
       fresh = false
     }

@@ -21,14 +21,9 @@ object StreamingWindows {
     if (spec.isPanes) panes(input, spec) else partitions(input, spec)
   }
 
-  /** TUMBLING and SLIDING: one state machine per partition key, in processing time. */
+  /** TUMBLING and SLIDING: one state machine per partition key, or one for the whole window
+   *  when its events act across partitions (punctuations, PARTITION EVICTION COUNT/TUPLES). */
   private def partitions(input: DataFrame, spec: WindowSpec): DataFrame = {
-    if (Seq("count", "tuples").contains(spec.partitionEviction)) {
-      val what =
-        s"PARTITION EVICTION ${spec.partitionEviction.toUpperCase} (AGE works in streaming)"
-      throw SqlExtErrors.analysis(s"${spec.policyText}: $what is not supported in streaming " +
-        "yet (it acts across partitions); it runs in batch")
-    }
     val schema = input.schema
     val keyIndexes = spec.partitionColumns.map(schema.fieldIndex)
     // An unpartitioned window is one partition; Spark's grouping needs a key column for it.
@@ -45,22 +40,24 @@ object StreamingWindows {
       StructType(spec.partitionColumns.map(c => schema(c)) ++ firingColumns ++
         new FiringPartials(spec, schema, spec.partitionColumns).schema)
     } else StructType(schema.fields ++ firingColumns)
-    if (spec.policy == "punct_expr" || spec.isFilePunct) {
-      // Punctuations flush every partition: one machine, one grouping key, all partitions.
-      return input
+    // Processing-time mode makes Spark run a batch on every trigger, data or not: only TIME
+    // policies and AGE eviction, which need its timers, pay for it.
+    val timeMode = if (spec.usesClock) TimeMode.ProcessingTime() else TimeMode.None()
+    val acrossPartitions = spec.policy == "punct_expr" || spec.isFilePunct ||
+      Seq("count", "tuples").contains(spec.partitionEviction)
+    if (acrossPartitions) {
+      input
         .groupByKey((_: Row) => Row(0))(Encoders.row(WholeWindowKey))
-        .transformWithState(new PunctProcessor(schema, keySchema, metaNames),
-          TimeMode.None(), OutputMode.Append())(Encoders.row(output))
+        .transformWithState(new WholeWindowProcessor(spec, schema, keySchema, metaNames),
+          timeMode, OutputMode.Append())(Encoders.row(output))
+        .toDF()
+    } else {
+      input
+        .groupByKey(keyOf)(Encoders.row(keySchema))
+        .transformWithState(new WindowProcessor(spec, schema, metaNames), timeMode,
+          OutputMode.Append())(Encoders.row(output))
         .toDF()
     }
-    input
-      .groupByKey(keyOf)(Encoders.row(keySchema))
-      // Processing-time mode makes Spark run a batch on every trigger, data or not: only TIME
-      // policies and AGE eviction, which need its timers, pay for it.
-      .transformWithState(new WindowProcessor(spec, schema, metaNames),
-        if (spec.usesClock) TimeMode.ProcessingTime() else TimeMode.None(),
-        OutputMode.Append())(Encoders.row(output))
-      .toDF()
   }
 
   private def panes(input: DataFrame, spec: WindowSpec): DataFrame = {
@@ -79,9 +76,13 @@ object StreamingWindows {
     val keyIndexes = (spec.partitionColumns :+ WindowSpec.FireColumn).map(schema.fieldIndex)
     val keySchema = StructType(keyIndexes.map(schema.fields))
     val metaNames = spec.meta.distinct.map(WindowSpec.MetaColumns)
-    val output = metaNames.foldLeft(schema) { (s, name) =>
-      s.add(name, metaType(name, schema), nullable = true)
-    }
+    val metaColumns = metaNames.map(name => StructField(name, metaType(name, schema)))
+    // With partial aggregates a firing is one row: key, pane N, firing columns, partials.
+    val output = if (FiringPartials.enabled(spec)) {
+      StructType(spec.partitionColumns.map(c => schema(c)) ++
+        (schema(WindowSpec.FireColumn) +: metaColumns) ++
+        new FiringPartials(spec, schema, spec.partitionColumns).schema)
+    } else StructType(schema.fields ++ metaColumns)
     val java8Time = input.sparkSession.conf.get("spark.sql.datetime.java8API.enabled") == "true"
     panes
       .groupByKey((row: Row) => Row.fromSeq(keyIndexes.map(row.get)))(Encoders.row(keySchema))

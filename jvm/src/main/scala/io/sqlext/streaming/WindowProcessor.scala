@@ -30,16 +30,10 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
   @transient private var policy: ValueState[Row] = _
 
   private val seqIndex = input.fieldIndex(WindowSpec.SeqColumn)
-  private val orderIndex = input.fieldNames.indexOf(WindowSpec.OrderColumn)
-  private val deltaValue = WindowProcessor.reader(input, WindowSpec.DeltaColumn)
-  private val triggerValue = WindowProcessor.reader(input, WindowSpec.TriggerDeltaColumn)
+  private val emitter = WindowProcessor.emitterFor(spec, input, metaNames)
   private val valueColumns = Seq(WindowSpec.DeltaColumn, WindowSpec.TriggerDeltaColumn)
     .map(c => input.fieldNames.indexOf(c)).filter(_ >= 0)
-  private val tickPeriod: Long = spec.policy match {
-    case "time" => ReplayLayout.micros(spec.seconds)
-    case _ if spec.trigger == "time" => ReplayLayout.micros(spec.triggerSeconds)
-    case _ => 0L
-  }
+  private val tickPeriod: Long = WindowProcessor.tickPeriod(spec)
   /** PARTITION EVICTION AGE(s): a partition not inserted into for more than s seconds goes. */
   private val ageMs: Long =
     if (spec.partitionEviction == "age") math.round(spec.partitionEvictionValue * 1000) else -1L
@@ -102,16 +96,6 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
       state.firings + (if (spec.emitEvicted) 1 else 0)))
   }
 
-  private val partials =
-    if (FiringPartials.enabled(spec)) Some(new FiringPartials(spec, input, spec.partitionColumns))
-    else None
-
-  private def emitter(out: ArrayBuffer[Row]): Firing[Row, Row] => Unit = partials match {
-    case Some(p) => f => out += Row.fromSeq(p.keyValues(f.tuples.head) ++
-      WindowProcessor.metaValues(f, metaNames, orderIndex) ++ p.values(f))
-    case None => WindowProcessor.emitter(out, metaNames, orderIndex)
-  }
-
   /** A state machine holding this partition as the previous micro-batch left it, an output
    *  buffer, and the wall clock (ms) of the partition's last insert (Long.MinValue: none). */
   private def load(key: Row, now: Long)
@@ -119,9 +103,8 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
     val saved = if (policy.exists()) Some(policy.get()) else None
     val nextTick = saved.map(_.getLong(4)).filter(_ != Long.MaxValue)
     // A new partition's first tick is the next multiple of the period after now.
-    val origin = if (tickPeriod == 0) 0L
-      else nextTick.map(_ - tickPeriod).getOrElse(Math.floorDiv(now, tickPeriod) * tickPeriod)
-    val window = newWindow(origin)
+    val window = WindowProcessor.newWindow(spec, input,
+      WindowProcessor.tickOrigin(tickPeriod, nextTick, now), eviction = None)
     saved.foreach { p =>
       window.restore(key, PartitionState(tuples.get().toIndexedSeq, p.getLong(0),
         p.getBoolean(1), p.getLong(2), if (p.isNullAt(3)) None else Some(p.getDouble(3)),
@@ -139,10 +122,48 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
       getHandle.registerTimer(Math.floorDiv(window.nextTickAt + 999L, 1000L))
     }
   }
+}
 
-  private def newWindow(origin: Long): CheckpointedWindow[Row, Row] = {
-    val order = Ordering.by[Row, String](_.toString) // one partition per machine: never used
-    val deltaThreshold = WindowProcessor.threshold(spec.delta, input, WindowSpec.DeltaColumn)
+object WindowProcessor {
+
+  /** What a firing hands on, into an output buffer: with partial aggregates one row (its key,
+   *  its columns `metaNames`, the partials), else every tuple followed by its columns. */
+  def emitterFor(spec: WindowSpec, input: StructType, metaNames: Seq[String])
+      : ArrayBuffer[Row] => Firing[Row, Row] => Unit = {
+    val orderIndex = input.fieldNames.indexOf(WindowSpec.OrderColumn)
+    if (FiringPartials.enabled(spec)) {
+      val partials = new FiringPartials(spec, input, spec.partitionColumns)
+      out => f => out += Row.fromSeq(partials.keyValues(f.tuples.head) ++
+        metaValues(f, metaNames, orderIndex) ++ partials.values(f))
+    } else {
+      out => f => {
+        val meta = metaValues(f, metaNames, orderIndex)
+        f.tuples.foreach(t => out += Row.fromSeq(t.toSeq ++ meta))
+      }
+    }
+  }
+
+  /** The TIME policy's tick period (microseconds), 0 without one. */
+  def tickPeriod(spec: WindowSpec): Long = spec.policy match {
+    case "time" => ReplayLayout.micros(spec.seconds)
+    case _ if spec.trigger == "time" => ReplayLayout.micros(spec.triggerSeconds)
+    case _ => 0L
+  }
+
+  /** The tick before the next one: from the saved next tick, else (a new window) the last
+   *  multiple of the period at or before now. */
+  def tickOrigin(period: Long, savedNextTick: Option[Long], now: Long): Long =
+    if (period == 0) 0L
+    else savedNextTick.map(_ - period).getOrElse(Math.floorDiv(now, period) * period)
+
+  /** The batch engine's state machine for the spec's policy, over Rows of `input`. */
+  def newWindow(spec: WindowSpec, input: StructType, origin: Long,
+      eviction: Option[PartitionEvictionPolicy]): CheckpointedWindow[Row, Row] = {
+    // Orders the partitions one event fires (punctuations, ticks, evictions): the output is
+    // a set of rows, so any fixed order does.
+    val order = Ordering.by[Row, String](_.toString)
+    val deltaValue = reader(input, WindowSpec.DeltaColumn)
+    val deltaThreshold = threshold(spec.delta, input, WindowSpec.DeltaColumn)
     if (spec.kind == "sliding") {
       def sliding(name: String, count: Long, delta: Double, seconds: Double) = name match {
         case "count" => SlidingPolicy.Count(count)
@@ -151,28 +172,19 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
       }
       new SlidingWindow[Row, Row](
         sliding(spec.policy, spec.count, deltaThreshold, spec.seconds),
-        sliding(spec.trigger, spec.triggerCount, WindowProcessor.threshold(spec.triggerDelta,
-          input, WindowSpec.TriggerDeltaColumn), spec.triggerSeconds),
-        deltaValue, triggerValue, order, origin, spec.emitIncomplete)
+        sliding(spec.trigger, spec.triggerCount,
+          threshold(spec.triggerDelta, input, WindowSpec.TriggerDeltaColumn), spec.triggerSeconds),
+        deltaValue, reader(input, WindowSpec.TriggerDeltaColumn), order, origin,
+        spec.emitIncomplete, eviction, spec.emitEvicted)
     } else {
       val tumbling = spec.policy match {
         case "count" => TumblingPolicy.Count(spec.count)
         case "delta" => TumblingPolicy.Delta(deltaThreshold)
-        case "time" => TumblingPolicy.Time(origin, tickPeriod)
+        case "time" => TumblingPolicy.Time(origin, tickPeriod(spec))
+        case "punct" | "punct_expr" => TumblingPolicy.Punct
       }
-      new TumblingWindow[Row, Row](tumbling, deltaValue, order)
+      new TumblingWindow[Row, Row](tumbling, deltaValue, order, eviction, spec.emitEvicted)
     }
-  }
-
-}
-
-object WindowProcessor {
-
-  /** Every tuple of a firing, followed by the firing's columns (`metaNames`). */
-  def emitter(out: ArrayBuffer[Row], metaNames: Seq[String], orderIndex: Int)
-      : Firing[Row, Row] => Unit = f => {
-    val meta = metaValues(f, metaNames, orderIndex)
-    f.tuples.foreach(t => out += Row.fromSeq(t.toSeq ++ meta))
   }
 
   def metaValues(f: Firing[Row, Row], metaNames: Seq[String], orderIndex: Int): Seq[Any] =

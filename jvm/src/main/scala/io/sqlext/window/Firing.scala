@@ -55,6 +55,12 @@ trait CheckpointedWindow[K, T] extends ReplayableWindow[K, T] {
 
   /** The next TIME tick (clock units), Long.MaxValue without TIME policies. */
   def nextTickAt: Long
+
+  /** The partition is in the window (it may be empty), not only a window number. */
+  def holds(key: K): Boolean
+
+  /** PARTITION EVICTION: the partitions, least recently inserted into first. */
+  def recencyOrder: Seq[K]
 }
 
 /**
@@ -67,6 +73,8 @@ trait CheckpointedWindow[K, T] extends ReplayableWindow[K, T] {
  * @param counter SLIDING COUNT trigger: tuples since the last trigger
  * @param reference SLIDING DELTA trigger: the value of the last trigger
  * @param stamps SLIDING TIME eviction: the clock of each tuple's insertion
+ * @param lastInsert PARTITION EVICTION: the second of the partition's last insertion, when it
+ *   is in the recency order (restore partitions least recent first to rebuild that order)
  */
 final case class PartitionState[T](
     tuples: IndexedSeq[T],
@@ -74,4 +82,5 @@ final case class PartitionState[T](
     full: Boolean = false,
     counter: Long = 0L,
     reference: Option[Double] = None,
-    stamps: IndexedSeq[Long] = IndexedSeq.empty)
+    stamps: IndexedSeq[Long] = IndexedSeq.empty,
+    lastInsert: Option[Long] = None)

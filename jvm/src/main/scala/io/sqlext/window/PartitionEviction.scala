@@ -31,6 +31,11 @@ final class PartitionRecency[K](policy: PartitionEvictionPolicy) {
 
   def forget(key: K): Unit = lastInsert.remove(key)
 
+  def secondOf(key: K): Option[Long] = lastInsert.get(key)
+
+  /** Keys, least recently inserted into first. */
+  def order: Seq[K] = lastInsert.keys.toSeq
+
   /** Victims of an age check at `nowSecond` (before a tuple, punctuation or tick). */
   def aged(nowSecond: Long): Seq[K] = policy match {
     case Age(s) if lastInsert.headOption.exists(_._2 + s < nowSecond) =>

@@ -101,16 +101,23 @@ final class PartitionStore[K, T](
   /** Firings of `key` so far (its next window number). */
   def firings(key: K): Long = firingCounts.getOrElse(key, 0L)
 
-  /** Streaming: puts back a partition saved after an earlier micro-batch. */
-  def restore(key: K, saved: Iterable[T], firings: Long): Unit = {
-    if (saved.nonEmpty) {
+  /** Streaming: puts back a partition saved after an earlier micro-batch; with `lastInsert`
+   *  it becomes the most recently inserted into (restore least recent first). */
+  def restore(key: K, saved: Iterable[T], firings: Long, lastInsert: Option[Long]): Unit = {
+    if (saved.nonEmpty || (lastInsert.isDefined && recency.isDefined)) {
       val buffer = tuples(key)
       buffer ++= saved
       total += saved.size
       saved.foreach(t => listener.foreach(_.appended(key, t)))
     }
+    for (r <- recency; second <- lastInsert) r.touched(key, second)
     if (firings > 0) firingCounts(key) = firings
   }
+
+  /** The second of the key's last insertion, while it is in the recency order. */
+  def lastInsert(key: K): Option[Long] = recency.flatMap(_.secondOf(key))
+
+  def recencyOrder: Seq[K] = recency.map(_.order).getOrElse(Nil)
 
   def nextId(key: K): Long = {
     val id = firingCounts.getOrElse(key, 0L)

@@ -144,10 +144,10 @@ final class SlidingWindow[K, T](
   override def save(key: K): PartitionState[T] = PartitionState(
     store.snapshot(key, copy = true).toIndexedSeq, store.firings(key), full.contains(key),
     counters.getOrElse(key, 0L), references.get(key),
-    stamps.get(key).map(_.toIndexedSeq).getOrElse(IndexedSeq.empty))
+    stamps.get(key).map(_.toIndexedSeq).getOrElse(IndexedSeq.empty), store.lastInsert(key))
 
   override def restore(key: K, state: PartitionState[T]): Unit = {
-    store.restore(key, state.tuples, state.firings)
+    store.restore(key, state.tuples, state.firings, state.lastInsert)
     if (state.full) full.add(key)
     if (state.counter > 0) counters(key) = state.counter
     state.reference.foreach(references(key) = _)
@@ -155,6 +155,10 @@ final class SlidingWindow[K, T](
   }
 
   override def nextTickAt: Long = nextTick
+
+  override def holds(key: K): Boolean = store.contains(key)
+
+  override def recencyOrder: Seq[K] = store.recencyOrder
 
   /** Batch: the key's input ended; forget it entirely. */
   override def discard(key: K): Unit = {

@@ -93,12 +93,17 @@ final class TumblingWindow[K, T](
   }
 
   override def save(key: K): PartitionState[T] =
-    PartitionState(store.snapshot(key, copy = true).toIndexedSeq, store.firings(key))
+    PartitionState(store.snapshot(key, copy = true).toIndexedSeq, store.firings(key),
+      lastInsert = store.lastInsert(key))
 
   override def restore(key: K, state: PartitionState[T]): Unit =
-    store.restore(key, state.tuples, state.firings)
+    store.restore(key, state.tuples, state.firings, state.lastInsert)
 
   override def nextTickAt: Long = nextTick
+
+  override def holds(key: K): Boolean = store.contains(key)
+
+  override def recencyOrder: Seq[K] = store.recencyOrder
 
   /** Forgets a partition without firing it (batch: its input ended before the window filled). */
   override def discard(key: K): Unit = store.discard(key)

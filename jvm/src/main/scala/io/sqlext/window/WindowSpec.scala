@@ -53,6 +53,14 @@ final case class WindowSpec(
   /** TIME_INTERVAL without a watermark: all input is present, a pure row-to-panes expansion. */
   def isPaneExpansion: Boolean = isPanes && watermark.isEmpty
 
+  def partitionEvictionPolicy: Option[PartitionEvictionPolicy] = partitionEviction match {
+    // Whole seconds, as the reference's recency list keeps them.
+    case "age" => Some(PartitionEvictionPolicy.Age(partitionEvictionValue.toLong))
+    case "count" => Some(PartitionEvictionPolicy.Count(partitionEvictionValue.toLong))
+    case "tuples" => Some(PartitionEvictionPolicy.Tuples(partitionEvictionValue.toLong))
+    case _ => None
+  }
+
   /** TIME policies and AGE eviction read the replayed clock (the ORDER BY timestamp). */
   @transient lazy val usesClock: Boolean =
     policy == "time" || trigger == "time" || partitionEviction == "age"
