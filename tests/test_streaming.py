@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from oracle_panes import pane_firings
 from hypothesis import HealthCheck, settings
+import pytest
 
 import sql_ext
 from sql_ext.streaming import create_streaming_table, show_streams
@@ -124,9 +125,14 @@ def test_batch_query_over_stream_points_to_streaming_tables(spark):
     assert sql_ext.transpile("SELECT 1") == "SELECT 1"
 
 
-def test_closed_panes_leave_the_state_store(spark, tmp_path):
+@pytest.mark.parametrize("query, state", [(QUERY, "pane"), (PARTIAL_QUERY, "panes")],
+                         ids=["tuples", "partials"])
+def test_closed_panes_leave_the_state_store(spark, tmp_path, query, state):
     """After the watermark passes end + discard age, a pane is gone from the state store (read
-    with Spark's state data source): only the panes of the newest tuple are left."""
+    with Spark's state data source): only the panes of the newest tuple are left. Tuple panes
+    are one state key each ("pane" flags); partial panes are entries of their key's map."""
+    spark.sql("DROP TABLE IF EXISTS state_src")
+    spark.sql("DROP TABLE IF EXISTS state_out")
     spark.sql("CREATE TABLE state_src (id BIGINT, k STRING, event_time TIMESTAMP, v DOUBLE) "
               "USING DELTA")
     checkpoint = str(tmp_path / "ckpt")
@@ -135,9 +141,9 @@ def test_closed_panes_leave_the_state_store(spark, tmp_path):
             [(s, "a" if s % 2 else "b", T0 + datetime.timedelta(seconds=s), 1.0)
              for s in seconds], "id long, k string, event_time timestamp, v double") \
             .write.format("delta").mode("append").saveAsTable("state_src")
-        create_streaming_table(spark, "state_out", QUERY.format(source="state_src"),
+        create_streaming_table(spark, "state_out", query.format(source="state_src"),
                                checkpoint=checkpoint).awaitTermination()
-    panes = spark.read.format("statestore").option("stateVarName", "pane").load(checkpoint)
+    panes = spark.read.format("statestore").option("stateVarName", state).load(checkpoint)
     # 400 s lies in panes [395, 405) and [400, 410); every earlier pane closed at W = 398.
     assert panes.count() == 2
     assert spark.table("state_out").count() == 8  # every closed pane fired once per key

@@ -15,7 +15,7 @@ final class FiringPartials(spec: WindowSpec, input: StructType, keyColumns: Seq[
   private val keyIndexes = keyColumns.map(input.fieldIndex)
   private val columns = spec.aggregates.map { case (_, c) =>
     if (c == "*") -1 else input.fieldIndex(c)
-  }
+  }.toIndexedSeq
 
   def schema: Seq[StructField] = spec.aggregates.zip(columns).zipWithIndex.map {
     case (((function, _), column), i) =>
@@ -32,24 +32,48 @@ final class FiringPartials(spec: WindowSpec, input: StructType, keyColumns: Seq[
 
   def keyValues(tuple: Row): Seq[Any] = keyIndexes.map(tuple.get)
 
-  private val functions = spec.aggregates.map(_._1)
+  private val functions = spec.aggregates.map(_._1).toIndexedSeq
 
-  def values(f: Firing[Row, Row]): Seq[Any] = functions.zip(columns).map {
-    case ("count", -1) => f.tuples.length.toLong
-    case ("count", c) => f.tuples.count(t => !t.isNullAt(c)).toLong
-    case ("sum", c) =>
-      val present = f.tuples.filterNot(_.isNullAt(c))
-      if (present.isEmpty) null
-      else input(c).dataType match {
-        case FloatType | DoubleType => present.map(t => t.getAs[Number](c).doubleValue()).sum
-        case _ => present.map(t => t.getAs[Number](c).longValue()).sum
-      }
-    case (function, c) =>
-      val present = f.tuples.filterNot(_.isNullAt(c)).map(_.get(c))
-      if (present.isEmpty) null
-      else if (function == "min") present.min(FiringPartials.NumberOrdering)
-      else present.max(FiringPartials.NumberOrdering)
+  def values(f: Firing[Row, Row]): Seq[Any] = {
+    val partials = empty
+    f.tuples.foreach(add(partials, _))
+    partials.toSeq
   }
+
+  /** Partials before any tuple: COUNT 0, the others NULL (no value yet). */
+  def empty: Array[Any] = functions.map(f => if (f == "count") 0L else null).toArray
+
+  /** Adds one tuple to the partials held in `values` from index `at` on, in place. */
+  def add(values: Array[Any], tuple: Row, at: Int = 0): Unit = {
+    var i = 0
+    while (i < columns.length) {
+      val c = columns(i)
+      if (c == -1) values(at + i) = values(at + i).asInstanceOf[Long] + 1L
+      else if (!tuple.isNullAt(c)) {
+        val value = tuple.get(c)
+        values(at + i) = (functions(i), values(at + i)) match {
+          case ("count", n: Long) => n + 1L
+          case ("sum", sum) => if (isDouble(i)) {
+            (if (sum == null) 0.0 else sum.asInstanceOf[Double]) +
+              value.asInstanceOf[Number].doubleValue()
+          } else {
+            (if (sum == null) 0L else sum.asInstanceOf[Long]) +
+              value.asInstanceOf[Number].longValue()
+          }
+          case ("min", m) => if (m == null || FiringPartials.NumberOrdering.lt(value, m)) value
+            else m
+          case (_, m) => if (m == null || FiringPartials.NumberOrdering.gt(value, m)) value
+            else m
+        }
+      }
+      i += 1
+    }
+  }
+
+  private val isDouble = columns.map(c => c >= 0 && (input(c).dataType match {
+    case FloatType | DoubleType => true
+    case _ => false
+  })).toArray
 }
 
 object FiringPartials {

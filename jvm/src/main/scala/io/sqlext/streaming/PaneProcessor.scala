@@ -1,6 +1,6 @@
 package io.sqlext.streaming
 
-import io.sqlext.window.{Firing, PaneSpec, WindowSpec}
+import io.sqlext.window.{PaneSpec, WindowSpec}
 import org.apache.spark.sql.{Encoders, Row}
 import org.apache.spark.sql.catalyst.util.DateTimeUtils
 import org.apache.spark.sql.streaming._
@@ -18,8 +18,8 @@ import scala.collection.mutable.ArrayBuffer
  * 1 ms, so Spark drops exactly the tuples SPL drops. Each call first lets the pane see the
  * batch's watermark (complete, trigger if updated, close), then adds the batch's tuples: a
  * watermark computed after micro-batch b acts before the tuples of batch b + 1, as in SPL.
- * Timers wake panes that receive no tuples. With partial aggregates a firing leaves as one
- * row (key, firing columns, partials over all the pane's tuples), else as all its tuples.
+ * Timers wake panes that receive no tuples. A firing hands on every tuple of the pane
+ * ([[PanePartialsProcessor]] keeps partials instead, when the aggregates allow).
  */
 class PaneProcessor(
     spec: WindowSpec,
@@ -30,9 +30,6 @@ class PaneProcessor(
   @transient private var flags: ValueState[Row] = _
   @transient private var tuples: ListState[Row] = _
 
-  private val partials =
-    if (FiringPartials.enabled(spec)) Some(new FiringPartials(spec, input, spec.partitionColumns))
-    else None
   private val geometry = PaneSpec(math.round(spec.duration * 1e6), math.round(spec.period * 1e6),
     math.round(spec.discard * 1e6), math.round(spec.offset * 1e6))
 
@@ -93,13 +90,7 @@ class PaneProcessor(
     var firings = pane.getLong(2)
     if (complete && fresh) {
       val meta = metaValues(n, firings)
-      partials match {
-        case Some(p) =>
-          val all = tuples.get().toIndexedSeq
-          out += Row.fromSeq(p.keyValues(all.head) ++ (n +: meta) ++
-            p.values(Firing(all.head, n, all, Firing.Trigger)))
-        case None => tuples.get().foreach(t => out += Row.fromSeq(t.toSeq ++ meta))
-      }
+      tuples.get().foreach(t => out += Row.fromSeq(t.toSeq ++ meta))
       firings += 1
       fresh = false
     }
@@ -110,22 +101,28 @@ class PaneProcessor(
     out
   }
 
-  private def metaValues(n: Long, index: Long): Seq[Any] = metaNames.map {
-    case "__sx_wid" => n
-    case "__sx_pstart" => timestamp(geometry.start(n))
-    case "__sx_pend" => timestamp(geometry.end(n))
-    case "__sx_timing" => if (index == 0) "ON_TIME" else "LATE"
-    case "__sx_pidx" => index
-    case "__sx_event" => "TRIGGER"
-  }
-
-  /** The external timestamp type the session's encoders expect. */
-  private def timestamp(micros: Long): Any =
-    if (java8Time) DateTimeUtils.microsToInstant(micros) else DateTimeUtils.toJavaTimestamp(micros)
+  private def metaValues(n: Long, index: Long): Seq[Any] =
+    PaneProcessor.metaValues(metaNames, geometry, n, index, java8Time)
 }
 
 object PaneProcessor {
   val BoundaryMs = 1L
+
+  /** The firing columns `metaNames` of firing `index` of pane N. */
+  def metaValues(metaNames: Seq[String], geometry: PaneSpec, n: Long, index: Long,
+      java8Time: Boolean): Seq[Any] = {
+    // The external timestamp type the session's encoders expect.
+    def timestamp(micros: Long): Any = if (java8Time) DateTimeUtils.microsToInstant(micros)
+      else DateTimeUtils.toJavaTimestamp(micros)
+    metaNames.map {
+      case "__sx_wid" => n
+      case "__sx_pstart" => timestamp(geometry.start(n))
+      case "__sx_pend" => timestamp(geometry.end(n))
+      case "__sx_timing" => if (index == 0) "ON_TIME" else "LATE"
+      case "__sx_pidx" => index
+      case "__sx_event" => "TRIGGER"
+    }
+  }
 
   val FlagSchema: StructType = new StructType()
     .add("complete", BooleanType, nullable = false)

@@ -70,25 +70,39 @@ object StreamingWindows {
     // tuples at its watermark, SPL only below W - discard).
     val delayMs = math.round((spec.watermarkDelay + spec.discard) * 1000) +
       PaneProcessor.BoundaryMs
-    val panes = expandToPanes(input.withWatermark(WindowSpec.EventTimeColumn,
-      s"$delayMs milliseconds"), spec)
-    val schema = panes.schema
-    val keyIndexes = (spec.partitionColumns :+ WindowSpec.FireColumn).map(schema.fieldIndex)
-    val keySchema = StructType(keyIndexes.map(schema.fields))
-    val metaNames = spec.meta.distinct.map(WindowSpec.MetaColumns)
-    val metaColumns = metaNames.map(name => StructField(name, metaType(name, schema)))
-    // With partial aggregates a firing is one row: key, pane N, firing columns, partials.
-    val output = if (FiringPartials.enabled(spec)) {
-      StructType(spec.partitionColumns.map(c => schema(c)) ++
-        (schema(WindowSpec.FireColumn) +: metaColumns) ++
-        new FiringPartials(spec, schema, spec.partitionColumns).schema)
-    } else StructType(schema.fields ++ metaColumns)
+    val watermarked = input.withWatermark(WindowSpec.EventTimeColumn, s"$delayMs milliseconds")
     val java8Time = input.sparkSession.conf.get("spark.sql.datetime.java8API.enabled") == "true"
-    panes
-      .groupByKey((row: Row) => Row.fromSeq(keyIndexes.map(row.get)))(Encoders.row(keySchema))
-      .transformWithState(new PaneProcessor(spec, schema, metaNames, java8Time),
-        TimeMode.EventTime(), OutputMode.Append())(Encoders.row(output))
-      .toDF()
+    val metaNames = spec.meta.distinct.map(WindowSpec.MetaColumns)
+    if (FiringPartials.enabled(spec)) {
+      // Partials per pane: each tuple crosses the shuffle once, keyed by its partition only.
+      val schema = watermarked.schema
+      val keyIndexes = spec.partitionColumns.map(schema.fieldIndex)
+      val keySchema = if (keyIndexes.isEmpty) WholeWindowKey
+        else StructType(keyIndexes.map(schema.fields))
+      val output = StructType(keyIndexes.map(schema.fields) ++
+        (StructField(WindowSpec.FireColumn, LongType, nullable = false) +:
+          metaNames.map(name => StructField(name, metaType(name, schema)))) ++
+        new FiringPartials(spec, schema, Nil).schema)
+      watermarked
+        .groupByKey((row: Row) => if (keyIndexes.isEmpty) Row(0)
+          else Row.fromSeq(keyIndexes.map(row.get)))(Encoders.row(keySchema))
+        .transformWithState(new PanePartialsProcessor(spec, schema, metaNames, java8Time),
+          TimeMode.EventTime(), OutputMode.Append())(Encoders.row(output))
+        .toDF()
+    } else {
+      val panes = expandToPanes(watermarked, spec)
+      val schema = panes.schema
+      val keyIndexes = (spec.partitionColumns :+ WindowSpec.FireColumn).map(schema.fieldIndex)
+      val output = metaNames.foldLeft(schema) { (s, name) =>
+        s.add(name, metaType(name, schema), nullable = true)
+      }
+      panes
+        .groupByKey((row: Row) => Row.fromSeq(keyIndexes.map(row.get)))(
+          Encoders.row(StructType(keyIndexes.map(schema.fields))))
+        .transformWithState(new PaneProcessor(spec, schema, metaNames, java8Time),
+          TimeMode.EventTime(), OutputMode.Append())(Encoders.row(output))
+        .toDF()
+    }
   }
 
   /** Each tuple once per pane containing it, N in __sx_fire: exact integer arithmetic on
