@@ -153,7 +153,8 @@ def streaming_benchmark(spark, rows: int, parts: int) -> None:
                   .withWatermark("ts", "5 seconds"))
         from pyspark.sql import functions as F
         writer = (stream.groupBy("k", F.window("ts", "60 seconds", "15 seconds"))
-                  .agg(F.sum("x").alias("total"), F.max("x").alias("top")).writeStream.format(sink).outputMode("append")
+                  .agg(F.sum("x").alias("total"), F.max("x").alias("top"))
+                  .writeStream.format(sink).outputMode("append")
                   .option("checkpointLocation", str(work / f"ckpt_native_{time.time_ns()}"))
                   .trigger(availableNow=True))
         if sink == "delta":
@@ -211,7 +212,8 @@ def streaming_window_benchmark(spark, rows: int, parts: int) -> None:
 
     def native(name, sink, *window):
         writer = (stream().withWatermark("ts", "5 seconds").groupBy("k", F.window("ts", *window))
-                  .agg(F.sum("x").alias("total"), F.max("x").alias("top")).writeStream.format(sink).outputMode("append")
+                  .agg(F.sum("x").alias("total"), F.max("x").alias("top"))
+                  .writeStream.format(sink).outputMode("append")
                   .option("checkpointLocation", str(work / f"ckpt_{name}_{time.time_ns()}"))
                   .trigger(availableNow=True))
         if sink == "delta":

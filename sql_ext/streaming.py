@@ -72,9 +72,10 @@ def _source_stream(spark: SparkSession, source: str) -> DataFrame:
 
 
 def _write(batch: DataFrame, table: str, location: str | None, app_id: str, batch_id: int,
-           upsert: bool, any_rows: bool) -> None:
-    """Creates the table at the first batch; then one Delta commit per micro-batch with rows: a MERGE when the batch re-fires panes (their
-    rows replace the earlier ones), else an append (a first firing has no row yet)."""
+           upsert: bool, rows: int) -> None:
+    """Creates the table at the first batch; then one Delta commit per micro-batch with `rows`
+    rows: a MERGE when the batch re-fires panes (their rows replace the earlier ones), else an
+    append (a first firing has no row yet)."""
     session = batch.sparkSession
     if not session.catalog.tableExists(table):
         if location and DeltaTable.isDeltaTable(session, location):
@@ -85,7 +86,7 @@ def _write(batch: DataFrame, table: str, location: str | None, app_id: str, batc
             if location:
                 writer = writer.option("path", location)
             writer.saveAsTable(table)
-    if not any_rows:
+    if rows == 0:
         return
     # Idempotent per micro-batch: Delta skips a (txnAppId, txnVersion) it already committed.
     session.conf.set("spark.databricks.delta.write.txnAppId", app_id)
@@ -96,7 +97,10 @@ def _write(batch: DataFrame, table: str, location: str | None, app_id: str, batc
              .merge(batch.alias("s"), f"t.{KEY_COLUMN} <=> s.{KEY_COLUMN}")
              .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
         else:
-            batch.write.format("delta").mode("append").saveAsTable(table)
+            # A file per half million rows: a micro-batch's few firings in one file, not one
+            # per shuffle partition (each small file costs the commit more than its rows).
+            batch.coalesce(rows // 500_000 + 1).write.format("delta").mode("append") \
+                .saveAsTable(table)
     finally:
         session.conf.unset("spark.databricks.delta.write.txnAppId")
         session.conf.unset("spark.databricks.delta.write.txnVersion")
@@ -251,7 +255,7 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str | exp.Select
             "COUNT(*)", f"COALESCE(MAX({INDEX_COLUMN}), 0) > 0" if refires else "FALSE").first()
         if refires:
             rows = rows.drop(INDEX_COLUMN)
-        _write(rows, name, location, f"sql_ext:{name}", batch_id, upsert, written > 0)
+        _write(rows, name, location, f"sql_ext:{name}", batch_id, upsert, written)
         table = _running.get(name)
         if table is not None:
             table.rows_out += written

@@ -2,7 +2,7 @@ package io.sqlext.streaming
 
 import io.sqlext.SqlExtErrors
 import io.sqlext.window.WindowSpec
-import org.apache.spark.sql.{DataFrame, Encoders, Row}
+import org.apache.spark.sql.{DataFrame, Encoders, KeyValueGroupedDataset, Row}
 import org.apache.spark.sql.functions.{array, explode, expr}
 import org.apache.spark.sql.streaming.{OutputMode, TimeMode}
 import org.apache.spark.sql.types._
@@ -29,8 +29,6 @@ object StreamingWindows {
     // An unpartitioned window is one partition; Spark's grouping needs a key column for it.
     val keySchema = if (keyIndexes.isEmpty) WholeWindowKey
       else StructType(keyIndexes.map(schema.fields))
-    val keyOf: Row => Row = if (keyIndexes.isEmpty) _ => Row(0)
-      else row => Row.fromSeq(keyIndexes.map(row.get))
     val metaNames = WindowSpec.FireColumn +: spec.meta.distinct.map(WindowSpec.MetaColumns)
     val firingColumns = metaNames.map(name =>
       StructField(name, metaType(name, schema), nullable = true))
@@ -46,14 +44,12 @@ object StreamingWindows {
     val acrossPartitions = spec.policy == "punct_expr" || spec.isFilePunct ||
       Seq("count", "tuples").contains(spec.partitionEviction)
     if (acrossPartitions) {
-      input
-        .groupByKey((_: Row) => Row(0))(Encoders.row(WholeWindowKey))
+      grouped(input, Nil)
         .transformWithState(new WholeWindowProcessor(spec, schema, keySchema, metaNames),
           timeMode, OutputMode.Append())(Encoders.row(output))
         .toDF()
     } else {
-      input
-        .groupByKey(keyOf)(Encoders.row(keySchema))
+      grouped(input, spec.partitionColumns)
         .transformWithState(new WindowProcessor(spec, schema, metaNames), timeMode,
           OutputMode.Append())(Encoders.row(output))
         .toDF()
@@ -77,33 +73,33 @@ object StreamingWindows {
       // Partials per pane: each tuple crosses the shuffle once, keyed by its partition only.
       val schema = watermarked.schema
       val keyIndexes = spec.partitionColumns.map(schema.fieldIndex)
-      val keySchema = if (keyIndexes.isEmpty) WholeWindowKey
-        else StructType(keyIndexes.map(schema.fields))
       val output = StructType(keyIndexes.map(schema.fields) ++
         (StructField(WindowSpec.FireColumn, LongType, nullable = false) +:
           metaNames.map(name => StructField(name, metaType(name, schema)))) ++
         new FiringPartials(spec, schema, Nil).schema)
-      watermarked
-        .groupByKey((row: Row) => if (keyIndexes.isEmpty) Row(0)
-          else Row.fromSeq(keyIndexes.map(row.get)))(Encoders.row(keySchema))
+      grouped(watermarked, spec.partitionColumns)
         .transformWithState(new PanePartialsProcessor(spec, schema, metaNames, java8Time),
           TimeMode.EventTime(), OutputMode.Append())(Encoders.row(output))
         .toDF()
     } else {
       val panes = expandToPanes(watermarked, spec)
       val schema = panes.schema
-      val keyIndexes = (spec.partitionColumns :+ WindowSpec.FireColumn).map(schema.fieldIndex)
       val output = metaNames.foldLeft(schema) { (s, name) =>
         s.add(name, metaType(name, schema), nullable = true)
       }
-      panes
-        .groupByKey((row: Row) => Row.fromSeq(keyIndexes.map(row.get)))(
-          Encoders.row(StructType(keyIndexes.map(schema.fields))))
+      grouped(panes, spec.partitionColumns :+ WindowSpec.FireColumn)
         .transformWithState(new PaneProcessor(spec, schema, metaNames, java8Time),
           TimeMode.EventTime(), OutputMode.Append())(Encoders.row(output))
         .toDF()
     }
   }
+
+  /** The input grouped by `columns` (Spark's own grouping: no conversion of each row to a Row
+   *  to find its key), or under one constant key without columns. */
+  private def grouped(input: DataFrame, columns: Seq[String]): KeyValueGroupedDataset[Row, Row] =
+    if (columns.isEmpty) input.groupByKey((_: Row) => Row(0))(Encoders.row(WholeWindowKey))
+    else input.groupBy(columns.map(c => input.col(s"`$c`")): _*).as[Row, Row](
+      Encoders.row(StructType(columns.map(c => input.schema(c)))), Encoders.row(input.schema))
 
   /** Each tuple once per pane containing it, N in __sx_fire: exact integer arithmetic on
    *  microseconds, as the batch expansion (ExpandPanes) does. */
