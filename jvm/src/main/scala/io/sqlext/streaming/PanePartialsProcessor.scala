@@ -17,11 +17,13 @@ import scala.collection.mutable.ArrayBuffer
  * leaves as one row: key, pane N, firing columns, partials (over all the pane's tuples, late
  * ones included).
  *
- * State: a map from pane N to (complete, fresh, firings, seen, partials...). Every call first
- * lets each pane of the key see the batch's watermark (complete, fire if updated, close: a
- * closed pane leaves the map), then adds the batch's tuples. Acting on all panes at once is
- * what the per-pane timers of [[PaneProcessor]] would do: a pane's state changes only when the
- * watermark advances past one of its times, and then its own timer fires too.
+ * State: a map from pane N to (complete, fresh, firings, partials...), and per key the last
+ * watermark its panes saw and its one wake-up timer. Every call first lets all panes of the
+ * key see the batch's watermark once (complete, fire if updated, close: a closed pane leaves
+ * the map), then adds the batch's tuples, then sets the timer at the earliest watermark at
+ * which a pane changes (its completion, its closing, or the next advance after a late tuple).
+ * Acting on all panes at once is what per-pane timers would do: a pane changes only when the
+ * watermark reaches one of those times.
  */
 class PanePartialsProcessor(
     spec: WindowSpec,
@@ -30,6 +32,7 @@ class PanePartialsProcessor(
     java8Time: Boolean) extends StatefulProcessor[Row, Row, Row] {
 
   @transient private var panes: MapState[Long, Row] = _
+  @transient private var clock: ValueState[Row] = _
 
   private val partials = new FiringPartials(spec, input, Nil)
   private val geometry = PaneSpec(math.round(spec.duration * 1e6), math.round(spec.period * 1e6),
@@ -37,90 +40,103 @@ class PanePartialsProcessor(
   private val timeIndex = input.fieldIndex(WindowSpec.EventTimeColumn)
   /** An unpartitioned window's grouping key is a constant, not a column of the output. */
   private val keyColumns = spec.partitionColumns.length
-  private val Flags = 4 // complete, fresh, firings, seen; the partials follow
+  private val Flags = 3 // complete, fresh, firings; the partials follow
 
   override def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
     panes = getHandle.getMapState[Long, Row]("panes", Encoders.scalaLong,
       Encoders.row(PanePartialsProcessor.stateSchema(partials.schema)), TTLConfig.NONE)
+    clock = getHandle.getValueState[Row]("clock", Encoders.row(PanePartialsProcessor.ClockSchema),
+      TTLConfig.NONE)
   }
 
   override def handleInputRows(key: Row, rows: Iterator[Row], timers: TimerValues)
       : Iterator[Row] = {
     val watermarkMs = timers.getCurrentWatermarkInMs()
     val out = ArrayBuffer.empty[Row]
-    val live = advanceAll(key, watermarkMs, out)
+    val (open, wake) = advanceAll(key, watermarkMs, out)
     val touched = mutable.HashMap.empty[Long, Array[Any]]
     rows.foreach { row =>
       geometry.panesOf(micros(row.get(timeIndex))).foreach { n =>
-        val pane = touched.getOrElseUpdate(n, live.get(n).map(_.toSeq.toArray).getOrElse {
-          registerTimers(n, watermarkMs)
-          // created under this watermark: it acts from the next
-          Array[Any](false, false, 0L, watermarkMs) ++ partials.empty
-        })
+        // A new pane acts from the next watermark on (its creation is under this one).
+        val pane = touched.getOrElseUpdate(n, open.get(n).map(_.toSeq.toArray)
+          .getOrElse(Array[Any](false, false, 0L) ++ partials.empty))
         partials.add(pane, row, Flags)
       }
     }
-    touched.foreach { case (n, pane) =>
-      // A tuple for a pane that is complete (or whose end the watermark passed) re-fires it
-      // at the next advancing watermark.
-      if (pane(0).asInstanceOf[Boolean] || splWatermark(watermarkMs) >= geometry.end(n)) {
-        getHandle.registerTimer(watermarkMs + 1) // a timer fires once watermark >= its time
-      }
+    val current = touched.foldLeft(open) { case (all, (n, pane)) =>
       pane(1) = true
-      panes.updateValue(n, Row.fromSeq(pane.toSeq))
+      val row = Row.fromSeq(pane.toSeq)
+      panes.updateValue(n, row)
+      all.updated(n, row)
     }
+    schedule(current, watermarkMs, watermarkMs, wake)
     out.iterator
   }
 
   override def handleExpiredTimer(key: Row, timers: TimerValues, info: ExpiredTimerInfo)
       : Iterator[Row] = {
+    val watermarkMs = timers.getCurrentWatermarkInMs()
     val out = ArrayBuffer.empty[Row]
-    advanceAll(key, timers.getCurrentWatermarkInMs(), out)
+    val (open, _) = advanceAll(key, watermarkMs, out)
+    schedule(open, watermarkMs, watermarkMs, -1L) // the timer that woke us is gone
     out.iterator
   }
 
-  /** One watermark, once per pane: each pane completes, fires if updated, closes. The panes
-   *  still open afterwards. */
+  /** One watermark, once: each pane completes, fires if updated, closes. The panes still open
+   *  afterwards, and the wake-up timer set. */
   private def advanceAll(key: Row, watermarkMs: Long, out: ArrayBuffer[Row])
-      : Map[Long, Row] = {
-    val open = Map.newBuilder[Long, Row]
-    panes.iterator().toSeq.sortBy(_._1).foreach { case (n, pane) =>
-      if (pane.getLong(3) >= watermarkMs) open += n -> pane
-      else {
-        val w = splWatermark(watermarkMs)
-        val complete = pane.getBoolean(0) || w >= geometry.end(n)
-        var fresh = pane.getBoolean(1)
-        var firings = pane.getLong(2)
-        if (complete && fresh) {
-          out += Row.fromSeq(key.toSeq.take(keyColumns) ++ (n +: metaValues(n, firings)) ++
-            pane.toSeq.drop(Flags))
-          firings += 1
-          fresh = false
-        }
-        if (complete && w - geometry.discard >= geometry.end(n)) panes.removeKey(n)
-        else {
-          val updated = Row.fromSeq(Seq(complete, fresh, firings, watermarkMs) ++
-            pane.toSeq.drop(Flags))
-          panes.updateValue(n, updated)
-          open += n -> updated
-        }
+      : (Map[Long, Row], Long) = {
+    val saved = if (clock.exists()) Some(clock.get()) else None
+    val all = panes.iterator().toMap
+    val wake = saved.map(_.getLong(1)).getOrElse(-1L)
+    if (saved.exists(_.getLong(0) >= watermarkMs)) return (all, wake)
+    val w = splWatermark(watermarkMs)
+    val open = all.flatMap { case (n, pane) =>
+      val complete = pane.getBoolean(0) || w >= geometry.end(n)
+      val fire = complete && pane.getBoolean(1)
+      val firings = pane.getLong(2)
+      if (fire) {
+        out += Row.fromSeq(key.toSeq.take(keyColumns) ++ (n +: metaValues(n, firings)) ++
+          pane.toSeq.drop(Flags))
       }
+      if (complete && w - geometry.discard >= geometry.end(n)) {
+        panes.removeKey(n)
+        None
+      } else if (fire || complete != pane.getBoolean(0)) {
+        val updated = Row.fromSeq(Seq(complete, pane.getBoolean(1) && !fire,
+          if (fire) firings + 1 else firings) ++ pane.toSeq.drop(Flags))
+        panes.updateValue(n, updated)
+        Some(n -> updated)
+      } else Some(n -> pane)
     }
-    open.result()
+    clock.update(Row(watermarkMs, wake))
+    (open, wake)
+  }
+
+  /** The one timer of the key at the earliest (Spark) watermark at which a pane changes;
+   *  none, and no state, once every pane closed. */
+  private def schedule(open: Map[Long, Row], seenMs: Long, watermarkMs: Long, wake: Long)
+      : Unit = {
+    // Spark's watermark at which SPL's reaches `splMicros`, and at least the next one.
+    def at(splMicros: Long): Long = math.max(
+      Math.floorDiv(splMicros - geometry.discard + 999L, 1000L) - PaneProcessor.BoundaryMs,
+      watermarkMs + 1)
+    val next = if (open.isEmpty) -1L else open.iterator.map { case (n, pane) =>
+      val closing = at(geometry.end(n) + geometry.discard)
+      if (!pane.getBoolean(0)) math.min(at(geometry.end(n)), closing)
+      else if (pane.getBoolean(1)) watermarkMs + 1 // a late tuple: the next advance re-fires
+      else closing
+    }.min
+    if (next != wake) {
+      if (wake >= 0) getHandle.deleteTimer(wake)
+      if (next >= 0) getHandle.registerTimer(next)
+    }
+    if (open.isEmpty) clock.clear() else clock.update(Row(seenMs, next))
   }
 
   /** SPL's watermark from Spark's, as in [[PaneProcessor]]. */
   private def splWatermark(sparkMs: Long): Long =
     (sparkMs + PaneProcessor.BoundaryMs) * 1000L + geometry.discard
-
-  /** Wake-ups for completion (W >= end) and closing (W >= end + discard). */
-  private def registerTimers(n: Long, watermarkMs: Long): Unit = {
-    def at(splMicros: Long): Long = math.max(
-      Math.floorDiv(splMicros - geometry.discard + 999L, 1000L) - PaneProcessor.BoundaryMs,
-      watermarkMs + 1)
-    getHandle.registerTimer(at(geometry.end(n)))
-    getHandle.registerTimer(at(geometry.end(n) + geometry.discard))
-  }
 
   private def metaValues(n: Long, index: Long): Seq[Any] =
     PaneProcessor.metaValues(metaNames, geometry, n, index, java8Time)
@@ -132,6 +148,13 @@ class PanePartialsProcessor(
 }
 
 object PanePartialsProcessor {
-  def stateSchema(partials: Seq[StructField]): StructType =
-    StructType(PaneProcessor.FlagSchema.fields ++ partials)
+  def stateSchema(partials: Seq[StructField]): StructType = StructType(new StructType()
+    .add("complete", BooleanType, nullable = false)
+    .add("fresh", BooleanType, nullable = false) // tuples arrived since the last firing
+    .add("firings", LongType, nullable = false)
+    .fields ++ partials)
+
+  val ClockSchema: StructType = new StructType()
+    .add("seen", LongType, nullable = false) // the last (Spark) watermark the panes saw
+    .add("wake", LongType, nullable = false) // the registered timer, -1: none
 }
