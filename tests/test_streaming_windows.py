@@ -219,6 +219,26 @@ def test_partition_eviction_age_by_the_wall_clock(spark, tmp_path):
         stop_stream("age_out")
 
 
+def test_time_window_with_partition_count_eviction(spark, tmp_path):
+    """TUMBLING TIME(2) with PARTITION EVICTION COUNT(1): one machine for all partitions, on the
+    wall clock. Partition b's first tuple evicts partition a (EVICTED, at once, no tick
+    needed); b's window then fires at a tick, from a timer, with no new rows."""
+    spark.sql("CREATE TABLE tcount_src (id BIGINT, k STRING, v DOUBLE) USING DELTA")
+    create_streaming_table(spark, "tcount_out", """
+        SELECT k, COUNT(*) AS n, WINDOW_EVENT() AS e FROM STREAM(tcount_src)
+        WINDOW TUMBLING TIME(2) OVER (PARTITION BY k) PARTITION EVICTION COUNT(1) EMIT EVICTED""",
+        checkpoint=str(tmp_path / "ckpt"), trigger=0.2)
+    try:
+        _wait_for_phase(2, 0.2, 0.6)  # the batch lands well before the next tick
+        _append(spark, "tcount_src", [(1, "a", 1.0), (2, "a", 1.0), (3, "b", 1.0)])
+        _wait(lambda: len(_sink_rows(spark, "tcount_out", ("k", "n", "e"))) == 2,
+              what="the eviction and the tick")
+        assert _sink_rows(spark, "tcount_out", ("k", "n", "e")) == [("a", 2, "EVICTED"),
+                                                                     ("b", 1, "FLUSH")]
+    finally:
+        stop_stream("tcount_out")
+
+
 PARTIAL_QUERY = ("SELECT k, WINDOW_ID() AS w, SUM(v) AS s, COUNT(*) AS c, MIN(v) AS lo, "
                  "MAX(id) AS hi, AVG(v) AS a FROM {source} {window}")
 
