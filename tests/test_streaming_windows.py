@@ -199,14 +199,20 @@ def test_tumbling_time_fires_by_the_clock_and_after_a_restart(spark, tmp_path):
     stop_stream("time_out")
 
 
+def _start_clocked(spark, tmp_path, name, window):
+    """A running streaming table (TRIGGER EVERY 0.2) counting the tuples of each firing of
+    `window` over the new Delta table <name>_src; its rows are (k, n, e)."""
+    spark.sql(f"CREATE TABLE {name}_src (id BIGINT, k STRING, v DOUBLE) USING DELTA")
+    create_streaming_table(spark, f"{name}_out", f"""
+        SELECT k, COUNT(*) AS n, WINDOW_EVENT() AS e FROM STREAM({name}_src)
+        WINDOW {window} EMIT EVICTED""", checkpoint=str(tmp_path / "ckpt"), trigger=0.2)
+
+
 def test_partition_eviction_age_by_the_wall_clock(spark, tmp_path):
     """PARTITION EVICTION AGE(1) with EMIT EVICTED: a partition without inserts for more than
     a second fires its tuples as EVICTED; the other partition keeps its window."""
-    spark.sql("CREATE TABLE age_src (id BIGINT, k STRING, v DOUBLE) USING DELTA")
-    create_streaming_table(spark, "age_out", """
-        SELECT k, COUNT(*) AS n, WINDOW_EVENT() AS e FROM STREAM(age_src)
-        WINDOW TUMBLING COUNT(3) OVER (PARTITION BY k) PARTITION EVICTION AGE(1) EMIT EVICTED""",
-        checkpoint=str(tmp_path / "ckpt"), trigger=0.2)
+    _start_clocked(spark, tmp_path, "age",
+                   "TUMBLING COUNT(3) OVER (PARTITION BY k) PARTITION EVICTION AGE(1)")
     try:
         _append(spark, "age_src", [(1, "a", 1.0), (2, "b", 1.0), (3, "b", 1.0), (4, "b", 1.0)])
         appended = time.time()
@@ -223,11 +229,8 @@ def test_time_window_with_partition_count_eviction(spark, tmp_path):
     """TUMBLING TIME(2) with PARTITION EVICTION COUNT(1): one machine for all partitions, on the
     wall clock. Partition b's first tuple evicts partition a (EVICTED, at once, no tick
     needed); b's window then fires at a tick, from a timer, with no new rows."""
-    spark.sql("CREATE TABLE tcount_src (id BIGINT, k STRING, v DOUBLE) USING DELTA")
-    create_streaming_table(spark, "tcount_out", """
-        SELECT k, COUNT(*) AS n, WINDOW_EVENT() AS e FROM STREAM(tcount_src)
-        WINDOW TUMBLING TIME(2) OVER (PARTITION BY k) PARTITION EVICTION COUNT(1) EMIT EVICTED""",
-        checkpoint=str(tmp_path / "ckpt"), trigger=0.2)
+    _start_clocked(spark, tmp_path, "tcount",
+                   "TUMBLING TIME(2) OVER (PARTITION BY k) PARTITION EVICTION COUNT(1)")
     try:
         _wait_for_phase(2, 0.2, 0.6)  # the batch lands well before the next tick
         _append(spark, "tcount_src", [(1, "a", 1.0), (2, "a", 1.0), (3, "b", 1.0)])

@@ -3,7 +3,7 @@ package io.sqlext.streaming
 import io.sqlext.SqlExtErrors
 import io.sqlext.window.WindowSpec
 import org.apache.spark.sql.{DataFrame, Encoders, KeyValueGroupedDataset, Row}
-import org.apache.spark.sql.functions.{array, explode, expr}
+import org.apache.spark.sql.functions.{array, explode, expr, lit}
 import org.apache.spark.sql.streaming.{OutputMode, TimeMode}
 import org.apache.spark.sql.types._
 
@@ -43,13 +43,14 @@ object StreamingWindows {
     val timeMode = if (spec.usesClock) TimeMode.ProcessingTime() else TimeMode.None()
     val acrossPartitions = spec.policy == "punct_expr" || spec.isFilePunct ||
       Seq("count", "tuples").contains(spec.partitionEviction)
+    val tuples = if (spec.usesClock) withHeartbeat(input) else input
     if (acrossPartitions) {
-      grouped(input, Nil)
+      grouped(tuples, Nil)
         .transformWithState(new WholeWindowProcessor(spec, schema, keySchema, metaNames),
           timeMode, OutputMode.Append())(Encoders.row(output))
         .toDF()
     } else {
-      grouped(input, spec.partitionColumns)
+      grouped(tuples, spec.partitionColumns)
         .transformWithState(new WindowProcessor(spec, schema, metaNames), timeMode,
           OutputMode.Append())(Encoders.row(output))
         .toDF()
@@ -92,6 +93,20 @@ object StreamingWindows {
           TimeMode.EventTime(), OutputMode.Append())(Encoders.row(output))
         .toDF()
     }
+  }
+
+  /**
+   * The input and a once-a-second heartbeat whose rows never reach the window. After a
+   * restart Spark runs no micro-batch until a source has new data, so without it a TIME tick or
+   * an AGE eviction that fell due while the query was down would wait for the next tuple;
+   * the heartbeat's new offsets start a batch, whose timers then fire.
+   */
+  private def withHeartbeat(input: DataFrame): DataFrame = {
+    val beats = input.sparkSession.readStream.format("rate").option("rowsPerSecond", "1").load()
+      .where(lit(false))
+      .select(input.schema.fields.map(f => lit(null).cast(f.dataType).as(f.name)).toIndexedSeq
+        : _*)
+    input.union(beats)
   }
 
   /** The input grouped by `columns` (Spark's own grouping: no conversion of each row to a Row
