@@ -1,6 +1,6 @@
 """A streaming-table driver run as its own process by test_exactly_once.py (not a test).
 
-    python stream_driver.py <warehouse> <source path> <sink path> <checkpoint> [panes|count20]
+    python stream_driver.py <warehouse> <source path> <sink path> <checkpoint> [query name]
 
 Runs the windowed query over the Delta source, one source version per micro-batch, until all
 available data is processed."""
@@ -18,6 +18,12 @@ QUERY = """
 
 QUERIES = {
     "panes": QUERY,
+    # Partial aggregates: the pane state holds running partials, not tuples.
+    "pane_partials": """
+        SELECT k, PANE_START() AS s, PANE_TIMING() AS t, PANE_INDEX() AS i, COUNT(*) AS n,
+               MIN(id) AS lo, MAX(id) AS hi, SUM(v) AS total
+        FROM STREAM(source_stream)
+        WINDOW TIME_INTERVAL(10, 5, 15) ON event_time OVER (PARTITION BY k) WATERMARK DELAY 2""",
     "count20": """SELECT COUNT(*) AS n, MIN(id) AS first, MAX(id) AS last, WINDOW_ID() AS w
                   FROM STREAM(source_stream) WINDOW TUMBLING COUNT(20)""",
 }

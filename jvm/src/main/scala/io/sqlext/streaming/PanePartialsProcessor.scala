@@ -69,7 +69,7 @@ class PanePartialsProcessor(
       panes.updateValue(n, row)
       all.updated(n, row)
     }
-    schedule(current, watermarkMs, watermarkMs, wake)
+    schedule(current, watermarkMs, wake)
     out.iterator
   }
 
@@ -78,7 +78,7 @@ class PanePartialsProcessor(
     val watermarkMs = timers.getCurrentWatermarkInMs()
     val out = ArrayBuffer.empty[Row]
     val (open, _) = advanceAll(key, watermarkMs, out)
-    schedule(open, watermarkMs, watermarkMs, -1L) // the timer that woke us is gone
+    schedule(open, watermarkMs, -1L) // the timer that woke us is gone
     out.iterator
   }
 
@@ -115,8 +115,7 @@ class PanePartialsProcessor(
 
   /** The one timer of the key at the earliest (Spark) watermark at which a pane changes;
    *  none, and no state, once every pane closed. */
-  private def schedule(open: Map[Long, Row], seenMs: Long, watermarkMs: Long, wake: Long)
-      : Unit = {
+  private def schedule(open: Map[Long, Row], watermarkMs: Long, wake: Long): Unit = {
     // Spark's watermark at which SPL's reaches `splMicros`, and at least the next one.
     def at(splMicros: Long): Long = math.max(
       Math.floorDiv(splMicros - geometry.discard + 999L, 1000L) - PaneProcessor.BoundaryMs,
@@ -131,7 +130,7 @@ class PanePartialsProcessor(
       if (wake >= 0) getHandle.deleteTimer(wake)
       if (next >= 0) getHandle.registerTimer(next)
     }
-    if (open.isEmpty) clock.clear() else clock.update(Row(seenMs, next))
+    if (open.isEmpty) clock.clear() else clock.update(Row(watermarkMs, next))
   }
 
   /** SPL's watermark from Spark's, as in [[PaneProcessor]]. */
