@@ -46,34 +46,39 @@ final class FiringPartials(spec: WindowSpec, input: StructType, keyColumns: Seq[
   /** Adds one tuple to the partials held in `values` from index `at` on, in place. */
   def add(values: Array[Any], tuple: Row, at: Int = 0): Unit = {
     var i = 0
-    while (i < columns.length) {
-      val c = columns(i)
-      if (c == -1) values(at + i) = values(at + i).asInstanceOf[Long] + 1L
-      else if (!tuple.isNullAt(c)) {
-        val value = tuple.get(c)
-        values(at + i) = (functions(i), values(at + i)) match {
-          case ("count", n: Long) => n + 1L
-          case ("sum", sum) => if (isDouble(i)) {
-            (if (sum == null) 0.0 else sum.asInstanceOf[Double]) +
-              value.asInstanceOf[Number].doubleValue()
-          } else {
-            (if (sum == null) 0L else sum.asInstanceOf[Long]) +
-              value.asInstanceOf[Number].longValue()
-          }
-          case ("min", m) => if (m == null || FiringPartials.NumberOrdering.lt(value, m)) value
-            else m
-          case (_, m) => if (m == null || FiringPartials.NumberOrdering.gt(value, m)) value
-            else m
-        }
-      }
+    while (i < adders.length) {
+      adders(i)(values, at + i, tuple)
       i += 1
     }
   }
 
-  private val isDouble = columns.map(c => c >= 0 && (input(c).dataType match {
+  /** One step per partial, chosen once (a hot path: every tuple of every pane). */
+  private val adders: Array[(Array[Any], Int, Row) => Unit] =
+    functions.zip(columns).map[(Array[Any], Int, Row) => Unit] {
+      case ("count", -1) => (v, j, _) => v(j) = v(j).asInstanceOf[Long] + 1L
+      case ("count", c) => (v, j, t) => if (!t.isNullAt(c)) v(j) = v(j).asInstanceOf[Long] + 1L
+      case ("sum", c) if isFloating(c) => (v, j, t) => if (!t.isNullAt(c)) {
+        val x = t.getAs[Number](c).doubleValue()
+        v(j) = if (v(j) == null) x else v(j).asInstanceOf[Double] + x
+      }
+      case ("sum", c) => (v, j, t) => if (!t.isNullAt(c)) {
+        val x = t.getAs[Number](c).longValue()
+        v(j) = if (v(j) == null) x else v(j).asInstanceOf[Long] + x
+      }
+      case (function, c) =>
+        val better: (Any, Any) => Boolean = if (function == "min") {
+          FiringPartials.NumberOrdering.lt
+        } else FiringPartials.NumberOrdering.gt
+        (v, j, t) => if (!t.isNullAt(c)) {
+          val x = t.get(c)
+          if (v(j) == null || better(x, v(j))) v(j) = x
+        }
+    }.toArray
+
+  private def isFloating(column: Int): Boolean = input(column).dataType match {
     case FloatType | DoubleType => true
     case _ => false
-  })).toArray
+  }
 }
 
 object FiringPartials {
