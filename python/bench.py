@@ -129,63 +129,81 @@ def pane_benchmarks(spark, repeat: int) -> None:
     print(f"  => TIME_INTERVAL / Spark window() = {ours / native:.2f}  (target <= 1.2)")
 
 
-def streaming_benchmark(spark, rows: int, parts: int) -> None:
-    """Rows per second of a streaming TIME_INTERVAL(60, 15) table against Spark's native
-    streaming window aggregation, same Delta source (`parts` versions), same watermark."""
-    import shutil
+def _stream_source(spark, rows: int, parts: int, view: str, what: str):
+    """The first `rows` bench rows as `parts` Delta appends in event-time order (one
+    micro-batch each: the watermark advances every time) in a new work folder, read as the
+    streaming view `view`; (work folder, source path, row count)."""
     import tempfile
-
-    from sql_ext.streaming import create_streaming_table, state_curve
 
     work = Path(tempfile.mkdtemp(prefix="sx_stream_bench_"))
     source = str(work / "source")
-    for part in range(parts):  # appends in event-time order: the watermark advances each time
+    for part in range(parts):
         spark.table("bench") \
             .where(f"seq >= {part * rows // parts} AND seq < {(part + 1) * rows // parts}") \
             .write.format("delta").mode("append").save(source)
-    spark.read.format("delta").load(source).createOrReplaceTempView("bench_stream_batch")
-    total = spark.table("bench_stream_batch").count()
-    print(f"Streaming TIME_INTERVAL(60, 15), {total:,} rows in {parts} Delta versions (one "
-          "per micro-batch)")
-
-    def native(sink):
-        stream = (spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(source)
-                  .withWatermark("ts", "5 seconds"))
-        from pyspark.sql import functions as F
-        writer = (stream.groupBy("k", F.window("ts", "60 seconds", "15 seconds"))
-                  .agg(F.sum("x").alias("total"), F.max("x").alias("top"))
-                  .writeStream.format(sink).outputMode("append")
-                  .option("checkpointLocation", str(work / f"ckpt_native_{time.time_ns()}"))
-                  .trigger(availableNow=True))
-        if sink == "delta":
-            writer = writer.option("path", str(work / f"native_out_{time.time_ns()}"))
-        writer.start().awaitTermination()
+    total = spark.read.format("delta").load(source).count()
+    print(f"Streaming {what}, {total:,} rows in {parts} Delta versions (one per micro-batch)")
     spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(source) \
-        .createOrReplaceTempView("bench_stream")
+        .createOrReplaceTempView(view)
+    return work, source, total
 
-    def ours():
-        create_streaming_table(spark, "bench_stream_out", PANES_TABLE,
-                               checkpoint=str(work / "ckpt_ours"),
-                               location=str(work / "out")).awaitTermination()
-        sizes = [size for _, size in state_curve("bench_stream_out")]
-        print(f"    state rows per batch: {sizes}")
-    # Best of two for Spark's own query: the first run of a session also warms the JVM up.
-    noop_s = run(spark, "Spark streaming groupBy(k, window(...)) -> noop",
-                 lambda: native("noop"), 2)
-    native_s = run(spark, "Spark streaming groupBy(k, window(...)) -> Delta",
-                   lambda: native("delta"), 1)
-    ours_s = run(spark, "sql_ext streaming TIME_INTERVAL -> Delta", ours, 1)
-    print(f"  => rows/s: Spark {total / noop_s:,.0f} (noop sink), {total / native_s:,.0f} "
-          f"(Delta sink), sql_ext {total / ours_s:,.0f}; sql_ext / Spark = "
-          f"{noop_s / ours_s:.2f} (noop sink), {native_s / ours_s:.2f} (Delta sink)  "
-          "(target >= 0.7)")
+
+def _native_window(spark, source: str, work: Path, sink: str, *window: str) -> None:
+    """Spark's own streaming groupBy(k, window(ts, ...)) SUM and MAX over the Delta source,
+    watermark 5 s, into `sink` (noop or Delta), trigger AVAILABLE NOW, fresh checkpoint."""
+    from pyspark.sql import functions as F
+
+    writer = (spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(source)
+              .withWatermark("ts", "5 seconds").groupBy("k", F.window("ts", *window))
+              .agg(F.sum("x").alias("total"), F.max("x").alias("top"))
+              .writeStream.format(sink).outputMode("append")
+              .option("checkpointLocation", str(work / f"ckpt_native_{time.time_ns()}"))
+              .trigger(availableNow=True))
+    if sink == "delta":
+        writer = writer.option("path", str(work / f"native_out_{time.time_ns()}"))
+    writer.start().awaitTermination()
+
+
+def _compare(spark, label: str, total: int, native, ours) -> None:
+    """Times Spark's query into noop (best of two: the first run also warms the JVM up) and
+    into Delta, and ours into Delta; prints rows/s and the ratios."""
+    noop_s = run(spark, f"Spark streaming {label} -> noop", lambda: native("noop"), 2)
+    native_s = run(spark, f"Spark streaming {label} -> Delta", lambda: native("delta"), 1)
+    ours_s = run(spark, f"sql_ext streaming {label} -> Delta", ours, 1)
+    print(f"  => {label}: rows/s Spark {total / noop_s:,.0f} (noop sink), "
+          f"{total / native_s:,.0f} (Delta sink), sql_ext {total / ours_s:,.0f}; "
+          f"sql_ext / Spark = {noop_s / ours_s:.2f} (noop sink), "
+          f"{native_s / ours_s:.2f} (Delta sink)  (target >= 0.7)")
+
+
+def _streaming_table(spark, name: str, sql: str, work: Path) -> None:
+    """Runs the streaming table `name` (AVAILABLE NOW) and prints its state-size curve."""
+    from sql_ext.streaming import create_streaming_table, state_curve
+
+    create_streaming_table(spark, name, sql, checkpoint=str(work / f"ckpt_{name}"),
+                           location=str(work / name)).awaitTermination()
+    print(f"    state rows per batch: {[size for _, size in state_curve(name)]}")
+
+
+def streaming_benchmark(spark, rows: int, parts: int) -> None:
+    """Rows per second of a streaming TIME_INTERVAL(60, 15) table against Spark's native
+    streaming window aggregation, same Delta source (`parts` versions), same watermark; then
+    the pane state once the watermark passed every pane."""
+    import shutil
+
+    from sql_ext.streaming import state_curve
+
+    work, source, total = _stream_source(spark, rows, parts, "bench_stream",
+                                         "TIME_INTERVAL(60, 15)")
+    ours = lambda: _streaming_table(spark, "bench_stream_out", PANES_TABLE, work)  # noqa: E731
+    _compare(spark, "TIME_INTERVAL(60, 15) vs window(ts, '60 s', '15 s')", total,
+             lambda sink: _native_window(spark, source, work, sink, "60 seconds", "15 seconds"),
+             ours)
     # One tuple an hour later moves the watermark past every pane: they all close.
-    spark.sql("SELECT 0L AS seq, 0L AS k, 0.5D AS x, "
-              "TIMESTAMP_SECONDS(UNIX_SECONDS(MAX(ts)) + 3600) AS ts FROM bench_stream_batch") \
+    spark.sql("SELECT 0L AS seq, 0L AS k, 0.5D AS x, TIMESTAMP_SECONDS(UNIX_SECONDS(MAX(ts)) "
+              f"+ 3600) AS ts FROM delta.`{source}`") \
         .write.format("delta").mode("append").save(source)
-    create_streaming_table(spark, "bench_stream_out", PANES_TABLE,
-                           checkpoint=str(work / "ckpt_ours"),
-                           location=str(work / "out")).awaitTermination()
+    ours()
     print(f"  state rows once the watermark passed every pane: "
           f"{state_curve('bench_stream_out')[-1][1]} (the panes and clock of that one tuple)")
     shutil.rmtree(work, ignore_errors=True)
@@ -203,59 +221,19 @@ def streaming_window_benchmark(spark, rows: int, parts: int) -> None:
     appends, and the state-size curve of each run. 3.6M rows over 1,000 keys are one hour of
     event time."""
     import shutil
-    import tempfile
 
-    from pyspark.sql import functions as F
-
-    from sql_ext.streaming import create_streaming_table, state_curve
-
-    work = Path(tempfile.mkdtemp(prefix="sx_stream_windows_"))
-    source = str(work / "source")
-    for part in range(parts):
-        spark.table("bench").where(f"seq >= {part * rows // parts} AND "
-                                   f"seq < {(part + 1) * rows // parts}") \
-            .write.format("delta").mode("append").save(source)
-    total = spark.read.format("delta").load(source).count()
-    print(f"Streaming TUMBLING / SLIDING, {total:,} rows in {parts} Delta versions (one per "
-          "micro-batch)")
-
-    def stream():
-        return spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(source)
-
-    def native(name, sink, *window):
-        writer = (stream().withWatermark("ts", "5 seconds").groupBy("k", F.window("ts", *window))
-                  .agg(F.sum("x").alias("total"), F.max("x").alias("top"))
-                  .writeStream.format(sink).outputMode("append")
-                  .option("checkpointLocation", str(work / f"ckpt_{name}_{time.time_ns()}"))
-                  .trigger(availableNow=True))
-        if sink == "delta":
-            writer = writer.option("path", str(work / f"{name}_out_{time.time_ns()}"))
-        writer.start().awaitTermination()
-
-    stream().createOrReplaceTempView("bench_windows_stream")
-
-    def ours(name, window):
-        create_streaming_table(spark, name, f"""
+    work, source, total = _stream_source(spark, rows, parts, "bench_windows_stream",
+                                         "TUMBLING / SLIDING")
+    for window, native_window in [("TUMBLING COUNT(100)", ("100 seconds",)),
+                                  ("SLIDING COUNT(100) TRIGGER COUNT(10)",
+                                   ("100 seconds", "10 seconds"))]:
+        name = "bench_" + window.split()[0].lower()
+        sql = f"""
             SELECT k, WINDOW_ID() AS w, SUM(x) AS total, MAX(x) AS top
-            FROM STREAM(bench_windows_stream) WINDOW {window} OVER (PARTITION BY k)""",
-            checkpoint=str(work / f"ckpt_{name}"), location=str(work / name)).awaitTermination()
-        sizes = [size for _, size in state_curve(name)]
-        print(f"    state rows per batch: {sizes}")
-
-    for label, window, native_window in [
-            ("TUMBLING COUNT(100)", "TUMBLING COUNT(100)", ("100 seconds",)),
-            ("SLIDING COUNT(100) TRIGGER COUNT(10)", "SLIDING COUNT(100) TRIGGER COUNT(10)",
-             ("100 seconds", "10 seconds"))]:
-        name = "bench_" + label.split()[0].lower()
-        noop_s = run(spark, f"Spark streaming window{native_window} -> noop",
-                     lambda: native(name + "_native", "noop", *native_window), 2)
-        native_s = run(spark, f"Spark streaming window{native_window} -> Delta",
-                       lambda: native(name + "_native", "delta", *native_window), 1)
-        ours_s = run(spark, f"sql_ext streaming {label} -> Delta", lambda: ours(name, window), 1)
-        print(f"  => {label}: rows/s Spark {total / noop_s:,.0f} (noop sink), "
-              f"{total / native_s:,.0f} (Delta sink), sql_ext {total / ours_s:,.0f}; "
-              f"sql_ext / Spark = {noop_s / ours_s:.2f} (noop sink), "
-              f"{native_s / ours_s:.2f} (Delta sink)  (target >= 0.7)")
+            FROM STREAM(bench_windows_stream) WINDOW {window} OVER (PARTITION BY k)"""
+        _compare(spark, f"{window} vs window{native_window}", total,
+                 lambda sink: _native_window(spark, source, work, sink, *native_window),
+                 lambda: _streaming_table(spark, name, sql, work))
     shutil.rmtree(work, ignore_errors=True)
 
 
