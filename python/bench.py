@@ -130,9 +130,10 @@ def pane_benchmarks(spark, repeat: int) -> None:
 
 
 def _stream_source(spark, rows: int, parts: int, view: str, what: str):
-    """The first `rows` bench rows as `parts` Delta appends in event-time order (one
-    micro-batch each: the watermark advances every time) in a new work folder, read as the
-    streaming view `view`; (work folder, source path, row count)."""
+    """The first `rows` bench rows as `parts` Delta appends in event-time order, one file each,
+    in a new work folder, read as the streaming view `view`; (work folder, source path, row
+    count). One micro-batch per file, so the watermark advances every time; with several files
+    per append a later file read first would make the earlier one late."""
     import tempfile
 
     work = Path(tempfile.mkdtemp(prefix="sx_stream_bench_"))
@@ -140,7 +141,7 @@ def _stream_source(spark, rows: int, parts: int, view: str, what: str):
     for part in range(parts):
         spark.table("bench") \
             .where(f"seq >= {part * rows // parts} AND seq < {(part + 1) * rows // parts}") \
-            .write.format("delta").mode("append").save(source)
+            .coalesce(1).write.format("delta").mode("append").save(source)
     total = spark.read.format("delta").load(source).count()
     print(f"Streaming {what}, {total:,} rows in {parts} Delta versions (one per micro-batch)")
     spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(source) \

@@ -36,7 +36,7 @@ INDEX_COLUMN = "_sx_index"
 
 
 STREAM_COLUMNS = ("name", "active", "batch", "rows_in", "rows_out", "watermark", "state_rows",
-                  "state_bytes", "checkpoint")
+                  "state_bytes", "late_dropped", "not_windowed", "checkpoint")
 
 
 @dataclass
@@ -45,7 +45,9 @@ class StreamingTable:
     checkpoint: str
     query: StreamingQuery
     progress: object  # the JVM io.sqlext.streaming.StreamProgress (per-batch totals)
+    session: object  # the JVM SparkSession, whose drop counters the stream adds to
     rows_out: int = 0  # rows written into the table (firings after aggregation)
+    dropped: tuple = (0, 0)  # (late, no event time) when last logged
 
 
 _running: dict[str, StreamingTable] = {}
@@ -234,7 +236,7 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str | exp.Select
         lowered.spec["aggregates"] = partials
     jvm = spark.sparkContext._jvm
     firings = DataFrame(jvm.io.sqlext.streaming.StreamingWindows.firings(
-        tuples._jdf, json.dumps(lowered.spec)), spark)
+        tuples._jdf, json.dumps(lowered.spec), checkpoint), spark)
 
     firings_view = f"__sx_firings_{name}"
     outer = lowered.outer
@@ -260,6 +262,12 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str | exp.Select
         if table is not None:
             table.rows_out += written
             log.info("sql_ext stream %s batch %d: %d rows written", name, batch_id, written)
+            dropped = tuple(table.progress.dropped(table.session, table.checkpoint))
+            if dropped != table.dropped:
+                log.warning("sql_ext stream %s batch %d: %d tuples dropped as late (below the "
+                            "watermark minus the discard age), %d without an event time, in "
+                            "all", name, batch_id, *dropped)
+                table.dropped = dropped
         _fault_point(batch_id)
 
     writer = (firings.writeStream.foreachBatch(write_batch).queryName(name)
@@ -269,9 +277,9 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str | exp.Select
     progress = jvm.io.sqlext.streaming.StreamProgress
     progress.watch(spark._jsparkSession)
     query = writer.start()
-    table = StreamingTable(name, checkpoint, query, progress)
+    table = StreamingTable(name, checkpoint, query, progress, spark._jsparkSession)
     if running is not None and running.query.id == query.id:  # the same stream, resumed
-        table.rows_out = running.rows_out
+        table.rows_out, table.dropped = running.rows_out, running.dropped
     _running[name] = table
     log.info("sql_ext streaming table %s started (checkpoint %s)", name, checkpoint)
     return query
@@ -280,7 +288,8 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str | exp.Select
 def show_streams() -> list[dict]:
     """The streaming tables started in this process (running or ended), one dict each with
     STREAM_COLUMNS: last batch, rows read and rows written (totals over the runs of the stream
-    in this process), watermark, state size (rows and bytes in the state store)."""
+    in this process), watermark, state size (rows and bytes in the state store), TIME_INTERVAL
+    tuples dropped: below the watermark minus the discard age, or without an event time."""
     return [_status(table) for table in _running.values()]
 
 
@@ -294,6 +303,7 @@ def state_curve(name: str) -> list[tuple[int, int]]:
 def _status(table: StreamingTable) -> dict:
     progress = table.query.lastProgress or {}
     states = progress.get("stateOperators", [])
+    late, not_windowed = table.progress.dropped(table.session, table.checkpoint)
     return {"name": table.name, "active": table.query.isActive,
             "batch": progress.get("batchId"),
             "rows_in": table.progress.rowsIn(str(table.query.id)),
@@ -301,6 +311,7 @@ def _status(table: StreamingTable) -> dict:
             "watermark": (progress.get("eventTime") or {}).get("watermark"),
             "state_rows": sum(op.get("numRowsTotal", 0) for op in states),
             "state_bytes": sum(op.get("memoryUsedBytes", 0) for op in states),
+            "late_dropped": late, "not_windowed": not_windowed,
             "checkpoint": table.checkpoint}
 
 

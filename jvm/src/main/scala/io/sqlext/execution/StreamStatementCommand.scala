@@ -42,6 +42,7 @@ object StreamStatementCommand {
     StructField("batch", LongType), StructField("rows_in", LongType),
     StructField("rows_out", LongType), StructField("watermark", StringType),
     StructField("state_rows", LongType), StructField("state_bytes", LongType),
+    StructField("late_dropped", LongType), StructField("not_windowed", LongType),
     StructField("checkpoint", StringType))
 
   private def value(json: JValue, dataType: DataType): Any = (json, dataType) match {

@@ -52,6 +52,27 @@ final class FiringPartials(spec: WindowSpec, input: StructType, keyColumns: Seq[
     }
   }
 
+  /** Merges partials of the same spec held in `from` from index `first` on into those held in
+   *  `values` from index `at` on, in place (a pane's partials and a map task's for it). */
+  def merge(values: Array[Any], at: Int, from: Row, first: Int): Unit = {
+    var i = 0
+    while (i < mergers.length) {
+      if (!from.isNullAt(first + i)) {
+        val x = from.get(first + i)
+        values(at + i) = if (values(at + i) == null) x else mergers(i)(values(at + i), x)
+      }
+      i += 1
+    }
+  }
+
+  private val mergers: Array[(Any, Any) => Any] = functions.zip(columns).map[(Any, Any) => Any] {
+    case ("count", _) => (a, b) => a.asInstanceOf[Long] + b.asInstanceOf[Long]
+    case ("sum", c) if isFloating(c) => (a, b) => a.asInstanceOf[Double] + b.asInstanceOf[Double]
+    case ("sum", _) => (a, b) => a.asInstanceOf[Long] + b.asInstanceOf[Long]
+    case ("min", _) => (a, b) => if (FiringPartials.NumberOrdering.lt(b, a)) b else a
+    case (_, _) => (a, b) => if (FiringPartials.NumberOrdering.gt(b, a)) b else a
+  }.toArray
+
   /** One step per partial, chosen once (a hot path: every tuple of every pane). */
   private val adders: Array[(Array[Any], Int, Row) => Unit] =
     functions.zip(columns).map[(Array[Any], Int, Row) => Unit] {

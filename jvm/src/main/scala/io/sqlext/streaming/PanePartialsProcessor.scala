@@ -1,8 +1,7 @@
 package io.sqlext.streaming
 
-import io.sqlext.window.{PaneSpec, WindowSpec}
+import io.sqlext.window.WindowSpec
 import org.apache.spark.sql.{Encoders, Row}
-import org.apache.spark.sql.catalyst.util.DateTimeUtils
 import org.apache.spark.sql.streaming._
 import org.apache.spark.sql.types._
 
@@ -12,10 +11,10 @@ import scala.collection.mutable.ArrayBuffer
 /**
  * The TIME_INTERVAL panes of one partition key when every aggregate has partials (SUM, COUNT,
  * MIN, MAX, AVG): the firing rules of [[PaneProcessor]] (semantics.md section 6), but each pane
- * keeps its flags and running partials instead of its tuples, and tuples are assigned to their
- * panes here, so every tuple crosses the shuffle once rather than once per pane. A firing
- * leaves as one row: key, pane N, firing columns, partials (over all the pane's tuples, late
- * ones included).
+ * keeps its flags and running partials instead of its tuples. Its input is already combined per
+ * map task and pane ([[PaneInput.combined]], late tuples dropped there): key columns, pane N,
+ * partials, merged here into the pane's. A firing leaves as one row: key, pane N, firing
+ * columns, partials (over all the pane's tuples, late ones included).
  *
  * State: a map from pane N to (complete, fresh, firings, partials...), and per key the last
  * watermark its panes saw and its one wake-up timer. Every call first lets all panes of the
@@ -27,19 +26,18 @@ import scala.collection.mutable.ArrayBuffer
  */
 class PanePartialsProcessor(
     spec: WindowSpec,
-    input: StructType,
+    tuples: StructType, // the columns the partials read (names and types)
     metaNames: Seq[String],
     java8Time: Boolean) extends StatefulProcessor[Row, Row, Row] {
 
   @transient private var panes: MapState[Long, Row] = _
   @transient private var clock: ValueState[Row] = _
 
-  private val partials = new FiringPartials(spec, input, Nil)
-  private val geometry = PaneSpec(math.round(spec.duration * 1e6), math.round(spec.period * 1e6),
-    math.round(spec.discard * 1e6), math.round(spec.offset * 1e6))
-  private val timeIndex = input.fieldIndex(WindowSpec.EventTimeColumn)
+  private val partials = new FiringPartials(spec, tuples, Nil)
+  private val geometry = PaneInput.geometry(spec)
   /** An unpartitioned window's grouping key is a constant, not a column of the output. */
   private val keyColumns = spec.partitionColumns.length
+  private val paneIndex = keyColumns // input rows: key columns, N, partials ([[PaneInput]])
   private val Flags = 3 // complete, fresh, firings; the partials follow
 
   override def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
@@ -56,12 +54,11 @@ class PanePartialsProcessor(
     val (open, wake) = advanceAll(key, watermarkMs, out)
     val touched = mutable.HashMap.empty[Long, Array[Any]]
     rows.foreach { row =>
-      geometry.panesOf(micros(row.get(timeIndex))).foreach { n =>
-        // A new pane acts from the next watermark on (its creation is under this one).
-        val pane = touched.getOrElseUpdate(n, open.get(n).map(_.toSeq.toArray)
-          .getOrElse(Array[Any](false, false, 0L) ++ partials.empty))
-        partials.add(pane, row, Flags)
-      }
+      val n = row.getLong(paneIndex)
+      // A new pane acts from the next watermark on (its creation is under this one).
+      val pane = touched.getOrElseUpdate(n, open.get(n).map(_.toSeq.toArray)
+        .getOrElse(Array[Any](false, false, 0L) ++ partials.empty))
+      partials.merge(pane, Flags, row, paneIndex + 1)
     }
     val current = touched.foldLeft(open) { case (all, (n, pane)) =>
       pane(1) = true
@@ -140,10 +137,6 @@ class PanePartialsProcessor(
   private def metaValues(n: Long, index: Long): Seq[Any] =
     PaneProcessor.metaValues(metaNames, geometry, n, index, java8Time)
 
-  private def micros(time: Any): Long = time match {
-    case t: java.sql.Timestamp => DateTimeUtils.fromJavaTimestamp(t)
-    case t: java.time.Instant => DateTimeUtils.instantToMicros(t)
-  }
 }
 
 object PanePartialsProcessor {

@@ -15,9 +15,9 @@ import scala.collection.mutable.ArrayBuffer
  * micro-batch (never rewritten).
  *
  * Spark's watermark is the SPL watermark minus the discard age (architecture.md section 3), less
- * 1 ms, so Spark drops exactly the tuples SPL drops. Each call first lets the pane see the
- * batch's watermark (complete, trigger if updated, close), then adds the batch's tuples: a
- * watermark computed after micro-batch b acts before the tuples of batch b + 1, as in SPL.
+ * 1 ms; the tuples SPL drops never get here ([[PaneInput.onTime]]). Each call first lets the
+ * pane see the batch's watermark (complete, trigger if updated, close), then adds the batch's
+ * tuples: a watermark computed after micro-batch b acts before the tuples of batch b + 1.
  * Timers wake panes that receive no tuples. A firing hands on every tuple of the pane
  * ([[PanePartialsProcessor]] keeps partials instead, when the aggregates allow).
  */
@@ -30,8 +30,7 @@ class PaneProcessor(
   @transient private var flags: ValueState[Row] = _
   @transient private var tuples: ListState[Row] = _
 
-  private val geometry = PaneSpec(math.round(spec.duration * 1e6), math.round(spec.period * 1e6),
-    math.round(spec.discard * 1e6), math.round(spec.offset * 1e6))
+  private val geometry = PaneInput.geometry(spec)
 
   override def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
     flags = getHandle.getValueState[Row]("pane", Encoders.row(PaneProcessor.FlagSchema),

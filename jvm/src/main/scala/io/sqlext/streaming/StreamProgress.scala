@@ -30,6 +30,21 @@ object StreamProgress {
   def watch(session: SparkSession): Unit =
     if (watched.add(session)) session.streams.addListener(Listener)
 
+  private val dropCounters = new ConcurrentHashMap[String, StreamCounters]()
+
+  /** The drop counters of the streaming table checkpointed at `checkpoint` (its runs in this
+   *  process add up), registered with the session's SparkContext the first time. */
+  def counters(session: SparkSession, checkpoint: String): StreamCounters =
+    dropCounters.computeIfAbsent(BatchWatermark.qualified(session, checkpoint), cp =>
+      new StreamCounters(session.sparkContext.longAccumulator(s"sql_ext late tuples $cp"),
+        session.sparkContext.longAccumulator(s"sql_ext NULL event times $cp")))
+
+  /** (late tuples dropped, tuples without event time) of a streaming table, for py4j. */
+  def dropped(session: SparkSession, checkpoint: String): Array[Long] = {
+    val c = counters(session, checkpoint)
+    Array(c.lateDropped.value, c.notWindowed.value)
+  }
+
   def rowsIn(queryId: String): Long = Option(totals.get(queryId)).map(_.rowsIn).getOrElse(0L)
 
   /** The state-size curve as [batch, rows, batch, rows, ...] (flat, for py4j). */

@@ -16,9 +16,10 @@ object StreamingWindows {
   /** The grouping key of a window that runs as one state machine (one key, Row(0)). */
   private val WholeWindowKey = new StructType().add("__sx_all", IntegerType)
 
-  def firings(input: DataFrame, specJson: String): DataFrame = {
+  /** `checkpoint`: the streaming table's, where panes read each micro-batch's watermark. */
+  def firings(input: DataFrame, specJson: String, checkpoint: String): DataFrame = {
     val spec = WindowSpec.fromJson(specJson)
-    if (spec.isPanes) panes(input, spec) else partitions(input, spec)
+    if (spec.isPanes) panes(input, spec, checkpoint) else partitions(input, spec)
   }
 
   /** TUMBLING and SLIDING: one state machine per partition key, or one for the whole window
@@ -57,33 +58,36 @@ object StreamingWindows {
     }
   }
 
-  private def panes(input: DataFrame, spec: WindowSpec): DataFrame = {
+  private def panes(input: DataFrame, spec: WindowSpec, checkpoint: String): DataFrame = {
     input.schema.find(_.name == WindowSpec.EventTimeColumn).map(_.dataType) match {
       case Some(TimestampType) =>
       case other => throw SqlExtErrors.analysis(s"${spec.policyText}: a streaming " +
         s"TIME_INTERVAL needs a TIMESTAMP event time (ON ...), got ${other.map(_.simpleString)}")
     }
-    // Spark's watermark is the SPL watermark minus the discard age, less 1 ms (Spark drops
-    // tuples at its watermark, SPL only below W - discard).
+    // Spark's watermark is the SPL watermark minus the discard age, less 1 ms (architecture.md
+    // section 3); late tuples are dropped by PaneInput under the batch's own watermark.
     val delayMs = math.round((spec.watermarkDelay + spec.discard) * 1000) +
       PaneProcessor.BoundaryMs
+    val session = input.sparkSession
     val watermarked = input.withWatermark(WindowSpec.EventTimeColumn, s"$delayMs milliseconds")
-    val java8Time = input.sparkSession.conf.get("spark.sql.datetime.java8API.enabled") == "true"
+    val java8Time = session.conf.get("spark.sql.datetime.java8API.enabled") == "true"
     val metaNames = spec.meta.distinct.map(WindowSpec.MetaColumns)
+    val paneInput = new PaneInput(spec, BatchWatermark.qualified(session, checkpoint),
+      StreamProgress.counters(session, checkpoint))
     if (FiringPartials.enabled(spec)) {
-      // Partials per pane: each tuple crosses the shuffle once, keyed by its partition only.
-      val schema = watermarked.schema
-      val keyIndexes = spec.partitionColumns.map(schema.fieldIndex)
-      val output = StructType(keyIndexes.map(schema.fields) ++
-        (StructField(WindowSpec.FireColumn, LongType, nullable = false) +:
-          metaNames.map(name => StructField(name, metaType(name, schema)))) ++
-        new FiringPartials(spec, schema, Nil).schema)
-      grouped(watermarked, spec.partitionColumns)
-        .transformWithState(new PanePartialsProcessor(spec, schema, metaNames, java8Time),
-          TimeMode.EventTime(), OutputMode.Append())(Encoders.row(output))
+      // Partials per map task and pane; each pane's cross the shuffle, keyed by partition.
+      val combined = paneInput.combined(watermarked)
+      val schema = combined.schema
+      val keyCount = spec.partitionColumns.length
+      val output = StructType(schema.fields.take(keyCount + 1) ++
+        metaNames.map(name => StructField(name, metaType(name, watermarked.schema))) ++
+        new FiringPartials(spec, watermarked.schema, Nil).schema)
+      grouped(combined, spec.partitionColumns)
+        .transformWithState(new PanePartialsProcessor(spec, watermarked.schema, metaNames,
+          java8Time), TimeMode.EventTime(), OutputMode.Append())(Encoders.row(output))
         .toDF()
     } else {
-      val panes = expandToPanes(watermarked, spec)
+      val panes = expandToPanes(paneInput.onTime(watermarked), spec)
       val schema = panes.schema
       val output = metaNames.foldLeft(schema) { (s, name) =>
         s.add(name, metaType(name, schema), nullable = true)

@@ -1,0 +1,55 @@
+package io.sqlext.streaming
+
+import java.util.concurrent.ConcurrentHashMap
+
+import com.fasterxml.jackson.databind.ObjectMapper
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.spark.TaskContext
+import org.apache.spark.sql.SparkSession
+
+import scala.io.Source
+
+/**
+ * The event-time watermark of the running micro-batch, read in a task before the shuffle.
+ *
+ * Spark hands the batch's watermark to its stateful operators only, after the shuffle; tasks
+ * before it see the batch id (a local property of every job of the batch) and nothing else.
+ * The watermark Spark evicts with in batch b is the `batchWatermarkMs` of the offset log entry
+ * `offsets/b`, written before the batch runs and read back when a restart re-runs it, so it is
+ * the same value in every attempt. Knowing it before the shuffle lets late tuples be dropped
+ * there and the others be combined into pane partials where they are read.
+ */
+object BatchWatermark {
+  /** MicroBatchExecution.BATCH_ID_KEY: the batch id every job of a micro-batch carries. */
+  private val BatchIdProperty = "streaming.sql.batchId"
+  private val seen = new ConcurrentHashMap[String, java.lang.Long]()
+
+  /** The checkpoint folder as Spark resolves it (qualified), for tasks to find offsets/ in. */
+  def qualified(session: SparkSession, checkpoint: String): String = {
+    val path = new Path(checkpoint)
+    path.getFileSystem(session.sessionState.newHadoopConf()).makeQualified(path).toString
+  }
+
+  /** The watermark (ms) of the micro-batch the calling task belongs to. */
+  def current(checkpoint: String): Long = {
+    val batch = Option(TaskContext.get()).flatMap(c => Option(c.getLocalProperty(BatchIdProperty)))
+      .getOrElse(throw new IllegalStateException("sql_ext: a streaming TIME_INTERVAL window " +
+        "runs only inside a micro-batch of its streaming table (no batch id in this task)"))
+    val entry = s"$checkpoint/offsets/$batch"
+    if (seen.size > 1000) seen.clear() // one entry per batch and stream: keep it small
+    seen.computeIfAbsent(entry, _ => java.lang.Long.valueOf(read(entry)))
+  }
+
+  /** Offset log format v1: "v1", then the batch metadata as JSON, then one line per source. */
+  private def read(entry: String): Long = {
+    val path = new Path(entry)
+    // The default Hadoop configuration: tasks have no session; the checkpoint path is qualified.
+    val in = path.getFileSystem(new Configuration()).open(path)
+    try {
+      val lines = Source.fromInputStream(in, "UTF-8").getLines().take(2).toList
+      require(lines.length == 2 && lines.head.startsWith("v"), s"unexpected offset log $entry")
+      new ObjectMapper().readTree(lines(1)).path("batchWatermarkMs").asLong(0L)
+    } finally in.close()
+  }
+}
