@@ -21,8 +21,12 @@ import scala.io.Source
  * there and the others be combined into pane partials where they are read.
  */
 object BatchWatermark {
-  /** MicroBatchExecution.BATCH_ID_KEY: the batch id every job of a micro-batch carries. */
+  /** MicroBatchExecution.BATCH_ID_KEY and StreamExecution.QUERY_ID_KEY: local properties every
+   *  job of a micro-batch carries. */
   private val BatchIdProperty = "streaming.sql.batchId"
+  private val QueryIdProperty = "sql.streaming.queryId"
+  /** Watermarks read, by query id (new with a new checkpoint, as when one is deleted and the
+   *  stream started again from scratch) and offset log entry. */
   private val seen = new ConcurrentHashMap[String, java.lang.Long]()
 
   /** The checkpoint folder as Spark resolves it (qualified), for tasks to find offsets/ in. */
@@ -33,12 +37,14 @@ object BatchWatermark {
 
   /** The watermark (ms) of the micro-batch the calling task belongs to. */
   def current(checkpoint: String): Long = {
-    val batch = Option(TaskContext.get()).flatMap(c => Option(c.getLocalProperty(BatchIdProperty)))
+    def property(name: String): String = Option(TaskContext.get())
+      .flatMap(c => Option(c.getLocalProperty(name)))
       .getOrElse(throw new IllegalStateException("sql_ext: a streaming TIME_INTERVAL window " +
-        "runs only inside a micro-batch of its streaming table (no batch id in this task)"))
-    val entry = s"$checkpoint/offsets/$batch"
+        s"runs only inside a micro-batch of its streaming table (no $name in this task)"))
+    val entry = s"$checkpoint/offsets/${property(BatchIdProperty)}"
     if (seen.size > 1000) seen.clear() // one entry per batch and stream: keep it small
-    seen.computeIfAbsent(entry, _ => java.lang.Long.valueOf(read(entry)))
+    seen.computeIfAbsent(s"${property(QueryIdProperty)} $entry",
+      _ => java.lang.Long.valueOf(read(entry)))
   }
 
   /** Offset log format v1: "v1", then the batch metadata as JSON, then one line per source. */
