@@ -197,7 +197,8 @@ def _one_row_per_firing(outer: exp.Select) -> exp.Select:
     firing, and the groups (partition keys, firing, firing columns) are firings, so each merge
     reads one row. Spares every micro-batch a shuffle.
 
-        SELECT __sx_p0 AS k, SUM(__sx_a0) AS s FROM f GROUP BY __sx_p0, __sx_fire HAVING MAX(__sx_a1) > 2
+        SELECT __sx_p0 AS k, SUM(__sx_a0) AS s FROM f GROUP BY __sx_p0, __sx_fire
+               HAVING MAX(__sx_a1) > 2
         ->  SELECT __sx_p0 AS k, __sx_a0 AS s FROM f WHERE __sx_a1 > 2
     """
     def unwrap(node: exp.Expression) -> exp.Expression:

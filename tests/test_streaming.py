@@ -160,8 +160,8 @@ def test_late_tuples_drop_under_the_batch_watermark(spark, tmp_path, query):
     source, sink = f"late_src_{n}", f"late_out_{n}"
     spark.sql(f"CREATE TABLE {source} (id BIGINT, k STRING, event_time TIMESTAMP, v DOUBLE) "
               "USING DELTA")
-    batches = [[{"id": 0, "k": "a", "ts": 100, "v": 1.0}], [{"id": 1, "k": "a", "ts": 200, "v": 2.0}],
-               [{"id": 2, "k": "a", "ts": 150, "v": 4.0}], [{"id": 3, "k": "b", "ts": 230, "v": 0.0}]]
+    batches = [[{"id": i, "k": k, "ts": ts, "v": float(i)}]
+               for i, (k, ts) in enumerate([("a", 100), ("a", 200), ("a", 150), ("b", 230)])]
     for i, batch in enumerate(batches):
         rows = [(r["id"], r["k"], T0 + datetime.timedelta(seconds=r["ts"]), r["v"]) for r in batch]
         if i == 0:

@@ -2,6 +2,7 @@ package io.sqlext.streaming
 
 import io.sqlext.window.{PaneSpec, WindowSpec}
 import org.apache.spark.sql.{DataFrame, Encoders, Row}
+import org.apache.spark.sql.catalyst.util.DateTimeUtils
 import org.apache.spark.sql.functions.expr
 import org.apache.spark.sql.types._
 import org.apache.spark.util.LongAccumulator
@@ -62,10 +63,13 @@ final class PaneInput(spec: WindowSpec, checkpoint: String, counters: StreamCoun
           val t = row.getLong(time)
           if (t < drop) counted.lateDropped.add(1)
           else {
-            val key: Any = if (keyCount == 1) row.get(0) else Row.fromSeq(row.toSeq.take(keyCount))
+            val key: Any = if (keyCount == 1) row.get(0)
+              else Row.fromSeq(row.toSeq.take(keyCount))
             val byPane = open.getOrElseUpdate(key, mutable.LongMap.empty[Array[Any]])
             // None in a gap between panes (period > duration), as in batch.
-            panes.panesOf(t).foreach(n => partials.add(byPane.getOrElseUpdate(n, partials.empty), row))
+            panes.panesOf(t).foreach { n =>
+              partials.add(byPane.getOrElseUpdate(n, partials.empty), row)
+            }
           }
         }
       }
@@ -90,9 +94,8 @@ object PaneInput {
     else (sparkWatermarkMs + PaneProcessor.BoundaryMs) * 1000L
 
   def micros(time: Any): Long = time match {
-    case t: java.sql.Timestamp =>
-      org.apache.spark.sql.catalyst.util.DateTimeUtils.fromJavaTimestamp(t)
-    case t: java.time.Instant => org.apache.spark.sql.catalyst.util.DateTimeUtils.instantToMicros(t)
+    case t: java.sql.Timestamp => DateTimeUtils.fromJavaTimestamp(t)
+    case t: java.time.Instant => DateTimeUtils.instantToMicros(t)
   }
 }
 

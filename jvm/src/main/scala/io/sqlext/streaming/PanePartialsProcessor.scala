@@ -136,7 +136,6 @@ class PanePartialsProcessor(
 
   private def metaValues(n: Long, index: Long): Seq[Any] =
     PaneProcessor.metaValues(metaNames, geometry, n, index, java8Time)
-
 }
 
 object PanePartialsProcessor {
