@@ -35,8 +35,9 @@ object BatchWatermark {
     path.getFileSystem(session.sessionState.newHadoopConf()).makeQualified(path).toString
   }
 
-  /** The watermark (ms) of the micro-batch the calling task belongs to. */
-  def current(checkpoint: String): Long = {
+  /** The watermark (ms) of the micro-batch the calling task belongs to; `hadoopConf`: the
+   *  session's, to reach the checkpoint's file system. */
+  def current(checkpoint: String, hadoopConf: Configuration): Long = {
     def property(name: String): String = Option(TaskContext.get())
       .flatMap(c => Option(c.getLocalProperty(name)))
       .getOrElse(throw new IllegalStateException("sql_ext: a streaming TIME_INTERVAL window " +
@@ -44,14 +45,13 @@ object BatchWatermark {
     val entry = s"$checkpoint/offsets/${property(BatchIdProperty)}"
     if (seen.size > 1000) seen.clear() // one entry per batch and stream: keep it small
     seen.computeIfAbsent(s"${property(QueryIdProperty)} $entry",
-      _ => java.lang.Long.valueOf(read(entry)))
+      _ => java.lang.Long.valueOf(read(entry, hadoopConf)))
   }
 
   /** Offset log format v1: "v1", then the batch metadata as JSON, then one line per source. */
-  private def read(entry: String): Long = {
+  private def read(entry: String, hadoopConf: Configuration): Long = {
     val path = new Path(entry)
-    // The default Hadoop configuration: tasks have no session; the checkpoint path is qualified.
-    val in = path.getFileSystem(new Configuration()).open(path)
+    val in = path.getFileSystem(hadoopConf).open(path)
     try {
       val lines = Source.fromInputStream(in, "UTF-8").getLines().take(2).toList
       require(lines.length == 2 && lines.head.startsWith("v"), s"unexpected offset log $entry")

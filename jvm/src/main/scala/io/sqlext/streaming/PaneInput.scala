@@ -5,7 +5,8 @@ import org.apache.spark.sql.{DataFrame, Encoders, Row}
 import org.apache.spark.sql.catalyst.util.DateTimeUtils
 import org.apache.spark.sql.functions.expr
 import org.apache.spark.sql.types._
-import org.apache.spark.util.LongAccumulator
+import org.apache.spark.broadcast.Broadcast
+import org.apache.spark.util.{LongAccumulator, SerializableConfiguration}
 
 import scala.collection.mutable
 
@@ -20,17 +21,20 @@ import scala.collection.mutable
  * N): the shuffle, its sort and the processor see one row per pane and task, not one per tuple
  * and pane.
  */
-final class PaneInput(spec: WindowSpec, checkpoint: String, counters: StreamCounters)
-    extends Serializable {
+final class PaneInput(
+    spec: WindowSpec,
+    checkpoint: String,
+    hadoopConf: Broadcast[SerializableConfiguration], // the session's: tasks have no session
+    counters: StreamCounters) extends Serializable {
   private val geometry = PaneInput.geometry(spec)
 
   /** The tuples that are not late, event time as is (for the tuple path's expansion). */
   def onTime(tuples: DataFrame): DataFrame = {
     val schema = tuples.schema
     val time = schema.fieldIndex(WindowSpec.EventTimeColumn)
-    val (cp, counted) = (checkpoint, counters)
+    val (cp, conf, counted) = (checkpoint, hadoopConf, counters)
     tuples.mapPartitions { rows: Iterator[Row] =>
-      val drop = PaneInput.dropPoint(BatchWatermark.current(cp))
+      val drop = PaneInput.dropPoint(BatchWatermark.current(cp, conf.value.value))
       rows.filter { row =>
         if (row.isNullAt(time)) { counted.notWindowed.add(1); false }
         else if (PaneInput.micros(row.get(time)) < drop) { counted.lateDropped.add(1); false }
@@ -51,10 +55,11 @@ final class PaneInput(spec: WindowSpec, checkpoint: String, counters: StreamCoun
     val partials = new FiringPartials(spec, schema, Nil)
     val output = StructType(keys.map(c => schema(c)) ++
       (StructField(WindowSpec.FireColumn, LongType, nullable = false) +: partials.schema))
-    val (cp, counted, panes, keyCount) = (checkpoint, counters, geometry, keys.length)
+    val (cp, conf, counted) = (checkpoint, hadoopConf, counters)
+    val (panes, keyCount) = (geometry, keys.length)
     val time = schema.fieldIndex(PaneInput.MicrosColumn)
     narrow.mapPartitions { rows: Iterator[Row] =>
-      val drop = PaneInput.dropPoint(BatchWatermark.current(cp))
+      val drop = PaneInput.dropPoint(BatchWatermark.current(cp, conf.value.value))
       // Partition key -> pane N -> partials.
       val open = mutable.HashMap.empty[Any, mutable.LongMap[Array[Any]]]
       rows.foreach { row =>

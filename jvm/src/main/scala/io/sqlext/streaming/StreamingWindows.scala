@@ -6,6 +6,7 @@ import org.apache.spark.sql.{DataFrame, Encoders, KeyValueGroupedDataset, Row}
 import org.apache.spark.sql.functions.{array, explode, expr, lit}
 import org.apache.spark.sql.streaming.{OutputMode, TimeMode}
 import org.apache.spark.sql.types._
+import org.apache.spark.util.SerializableConfiguration
 
 /**
  * Streaming entry point, called from Python: turns the windowed query's input stream (helper
@@ -73,6 +74,8 @@ object StreamingWindows {
     val java8Time = session.conf.get("spark.sql.datetime.java8API.enabled") == "true"
     val metaNames = spec.meta.distinct.map(WindowSpec.MetaColumns)
     val paneInput = new PaneInput(spec, BatchWatermark.qualified(session, checkpoint),
+      session.sparkContext.broadcast(
+        new SerializableConfiguration(session.sessionState.newHadoopConf())),
       StreamProgress.counters(session, checkpoint))
     if (FiringPartials.enabled(spec)) {
       // Partials per map task and pane; each pane's cross the shuffle, keyed by partition.
