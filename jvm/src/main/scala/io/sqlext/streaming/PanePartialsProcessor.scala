@@ -87,7 +87,7 @@ class PanePartialsProcessor(
     val all = panes.iterator().toMap
     val wake = saved.map(_.getLong(1)).getOrElse(-1L)
     if (saved.exists(_.getLong(0) >= watermarkMs)) return (all, wake)
-    val w = splWatermark(watermarkMs)
+    val w = PaneProcessor.splWatermark(geometry, watermarkMs)
     val open = all.flatMap { case (n, pane) =>
       val complete = pane.getBoolean(0) || w >= geometry.end(n)
       val fire = complete && pane.getBoolean(1)
@@ -113,10 +113,7 @@ class PanePartialsProcessor(
   /** The one timer of the key at the earliest (Spark) watermark at which a pane changes;
    *  none, and no state, once every pane closed. */
   private def schedule(open: Map[Long, Row], watermarkMs: Long, wake: Long): Unit = {
-    // Spark's watermark at which SPL's reaches `splMicros`, and at least the next one.
-    def at(splMicros: Long): Long = math.max(
-      Math.floorDiv(splMicros - geometry.discard + 999L, 1000L) - PaneProcessor.BoundaryMs,
-      watermarkMs + 1)
+    def at(splMicros: Long): Long = PaneProcessor.timerAt(geometry, splMicros, watermarkMs)
     val next = if (open.isEmpty) -1L else open.iterator.map { case (n, pane) =>
       val closing = at(geometry.end(n) + geometry.discard)
       if (!pane.getBoolean(0)) math.min(at(geometry.end(n)), closing)
@@ -129,10 +126,6 @@ class PanePartialsProcessor(
     }
     if (open.isEmpty) clock.clear() else clock.update(Row(watermarkMs, next))
   }
-
-  /** SPL's watermark from Spark's, as in [[PaneProcessor]]. */
-  private def splWatermark(sparkMs: Long): Long =
-    (sparkMs + PaneProcessor.BoundaryMs) * 1000L + geometry.discard
 
   private def metaValues(n: Long, index: Long): Seq[Any] =
     PaneProcessor.metaValues(metaNames, geometry, n, index, java8Time)

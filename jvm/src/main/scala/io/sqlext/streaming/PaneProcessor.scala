@@ -51,7 +51,8 @@ class PaneProcessor(
     tuples.appendList(rows.toArray)
     // A tuple for a pane that is complete (or whose end the watermark passed) re-fires it at
     // the next advancing watermark.
-    if (pane.getBoolean(0) || splWatermark(watermarkMs) >= geometry.end(n)) {
+    val w = PaneProcessor.splWatermark(geometry, watermarkMs)
+    if (pane.getBoolean(0) || w >= geometry.end(n)) {
       getHandle.registerTimer(watermarkMs + 1) // a timer fires once watermark >= its time
     }
     flags.update(Row(pane.getBoolean(0), true, pane.getLong(2), pane.getLong(3)))
@@ -62,17 +63,10 @@ class PaneProcessor(
       : Iterator[Row] = advance(key.getLong(key.length - 1), timers.getCurrentWatermarkInMs())
     .iterator
 
-  /** SPL's watermark: Spark's runs 1 ms below W - discard, because Spark drops tuples at or
-   *  below its watermark and SPL only those strictly below W - discard. */
-  private def splWatermark(sparkMs: Long): Long =
-    (sparkMs + PaneProcessor.BoundaryMs) * 1000L + geometry.discard
-
   /** Wake-ups for completion (W >= end) and closing (W >= end + discard): a timer fires once
    *  Spark's watermark reaches its time, and W = Spark's watermark + discard. */
   private def registerTimers(n: Long, watermarkMs: Long): Unit = {
-    def at(splMicros: Long): Long = math.max(
-      Math.floorDiv(splMicros - geometry.discard + 999L, 1000L) - PaneProcessor.BoundaryMs,
-      watermarkMs + 1)
+    def at(splMicros: Long): Long = PaneProcessor.timerAt(geometry, splMicros, watermarkMs)
     getHandle.registerTimer(at(geometry.end(n)))
     getHandle.registerTimer(at(geometry.end(n) + geometry.discard))
   }
@@ -83,7 +77,7 @@ class PaneProcessor(
     if (!flags.exists()) return out
     val pane = flags.get()
     if (pane.getLong(3) >= watermarkMs) return out
-    val w = splWatermark(watermarkMs)
+    val w = PaneProcessor.splWatermark(geometry, watermarkMs)
     val complete = pane.getBoolean(0) || w >= geometry.end(n)
     var fresh = pane.getBoolean(1)
     var firings = pane.getLong(2)
@@ -106,6 +100,16 @@ class PaneProcessor(
 
 object PaneProcessor {
   val BoundaryMs = 1L
+
+  /** SPL's watermark (µs) under Spark's (ms): Spark's runs 1 ms below W - discard, because
+   *  Spark drops tuples at or below its watermark and SPL only those strictly below. */
+  def splWatermark(geometry: PaneSpec, sparkMs: Long): Long =
+    (sparkMs + BoundaryMs) * 1000L + geometry.discard
+
+  /** The event-time timer (Spark's watermark, ms) at which SPL's reaches `splMicros`, and at
+   *  least the next one after `watermarkMs`: a timer fires once the watermark reaches it. */
+  def timerAt(geometry: PaneSpec, splMicros: Long, watermarkMs: Long): Long = math.max(
+    Math.floorDiv(splMicros - geometry.discard + 999L, 1000L) - BoundaryMs, watermarkMs + 1)
 
   /** The firing columns `metaNames` of firing `index` of pane N. */
   def metaValues(metaNames: Seq[String], geometry: PaneSpec, n: Long, index: Long,

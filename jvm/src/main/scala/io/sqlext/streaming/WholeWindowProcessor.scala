@@ -78,8 +78,7 @@ class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema:
       }
     }
     if (file != null) window.punctuate(now)(emit) // the batch's last file ended
-    if (skipped > 0) logWarning(s"sql_ext window ${spec.policyText}: $skipped rows were not " +
-      "windowed because their DELTA value is NULL")
+    WindowProcessor.notWindowed(spec, skipped).foreach(logWarning(_))
     save(window, keys)
     out.iterator
   }
@@ -136,7 +135,7 @@ class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema:
     if (tickPeriod > 0) {
       tick.update(window.nextTickAt)
       if (holding && window.nextTickAt != Long.MaxValue) {
-        getHandle.registerTimer(Math.floorDiv(window.nextTickAt + 999L, 1000L))
+        getHandle.registerTimer(WindowProcessor.tickTimerMs(window.nextTickAt))
       }
     }
   }

@@ -58,8 +58,7 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
       if (valueColumns.exists(row.isNullAt)) skipped += 1
       else { window.insert(key, row, now)(emit); inserted = true }
     }
-    if (skipped > 0) logWarning(s"sql_ext window ${spec.policyText}: $skipped rows were not " +
-      "windowed because their DELTA value is NULL")
+    WindowProcessor.notWindowed(spec, skipped).foreach(logWarning(_))
     save(key, window, if (inserted) nowMs else touched)
     if (inserted && ageMs >= 0) getHandle.registerTimer(nowMs + ageMs + 1)
     out.iterator
@@ -119,7 +118,7 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
     policy.update(Row(state.firings, state.full, state.counter, state.reference.orNull,
       window.nextTickAt, state.stamps, touchedMs))
     if (tickPeriod > 0 && state.tuples.nonEmpty && window.nextTickAt != Long.MaxValue) {
-      getHandle.registerTimer(Math.floorDiv(window.nextTickAt + 999L, 1000L))
+      getHandle.registerTimer(WindowProcessor.tickTimerMs(window.nextTickAt))
     }
   }
 }
@@ -144,6 +143,14 @@ object WindowProcessor {
   }
 
   /** The TIME policy's tick period (microseconds), 0 without one. */
+  /** The processing-time timer (ms) at which a tick due at `nextTickAt` (µs) fires. */
+  def tickTimerMs(nextTickAt: Long): Long = Math.floorDiv(nextTickAt + 999L, 1000L)
+
+  /** The warning for `skipped` rows of a micro-batch a DELTA window could not window. */
+  def notWindowed(spec: WindowSpec, skipped: Long): Option[String] =
+    Option.when(skipped > 0)(s"sql_ext window ${spec.policyText}: $skipped rows were not " +
+      "windowed because their DELTA value is NULL")
+
   def tickPeriod(spec: WindowSpec): Long = spec.policy match {
     case "time" => ReplayLayout.micros(spec.seconds)
     case _ if spec.trigger == "time" => ReplayLayout.micros(spec.triggerSeconds)
