@@ -6,7 +6,7 @@
 ->
     SELECT __sx_p0 AS customer, SUM(cost) AS total, __sx_wid AS w
     FROM sql_ext_window(TABLE(SELECT *, customer AS __sx_p0, seq AS __sx_order,
-                                     MONOTONICALLY_INCREASING_ID() AS __sx_seq
+                                     SQL_EXT_ARRIVAL() AS __sx_seq
                               FROM orders WHERE cost > 0), '{...spec...}') AS __sx_w
     GROUP BY __sx_p0, __sx_fire, __sx_wid
 
@@ -105,11 +105,12 @@ def _helper_columns(model: WindowModel, select: exp.Select,
     helpers = [(p.copy(), f"__sx_p{i}") for i, p in enumerate(model.partition_by)]
     if model.order_by is not None:
         helpers.append((model.order_by.copy(), "__sx_order"))
-    if model.kind != "TIME_INTERVAL" or not streaming:
-        # Batch: ties in arrival order are broken by scan order. Streaming: the scan order
-        # within a micro-batch is the arrival order.
-        sequence = "sql_ext_arrival" if streaming else "monotonically_increasing_id"
-        helpers.append((exp.func(sequence), "__sx_seq"))
+    if model.kind != "TIME_INTERVAL" or (model.watermark is not None and not streaming):
+        # The source's order (commit order for Delta, admission order for files), batch and
+        # streaming alike: the arrival order without ORDER BY, the tie-breaker with it. Panes
+        # without a replayed watermark (and streaming panes, under one watermark per
+        # micro-batch) do not depend on it.
+        helpers.append((exp.func("sql_ext_arrival"), "__sx_seq"))
     if model.kind == "TIME_INTERVAL":
         helpers.append((model.event_time.copy(), "__sx_etime"))
         watermark = model.watermark

@@ -17,8 +17,10 @@ after a restart is written once.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import re
 import time
 from dataclasses import dataclass
 
@@ -36,7 +38,8 @@ INDEX_COLUMN = "_sx_index"
 
 
 STREAM_COLUMNS = ("name", "active", "batch", "rows_in", "rows_out", "watermark", "state_rows",
-                  "state_bytes", "late_dropped", "not_windowed", "checkpoint")
+                  "state_bytes", "late_dropped", "not_windowed", "out_of_order_rows",
+                  "checkpoint")
 
 
 @dataclass
@@ -47,10 +50,34 @@ class StreamingTable:
     progress: object  # the JVM io.sqlext.streaming.StreamProgress (per-batch totals)
     session: object  # the JVM SparkSession, whose drop counters the stream adds to
     rows_out: int = 0  # rows written into the table (firings after aggregation)
-    dropped: tuple = (0, 0)  # (late, no event time) when last logged
+    dropped: tuple = (0, 0, 0)  # (late, no event time, out of order) when last logged
 
 
-_running: dict[str, StreamingTable] = {}
+_running: dict[str, StreamingTable] = {}  # by table_key(name)
+
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def table_name(name: str) -> str:
+    """A table name as Spark reads it back, qualified or not: `db`.`t` -> db.t; parts that need
+    quoting keep their backquotes (`my table` stays quoted, `a``b` escaped)."""
+    try:
+        table = exp.to_table(name, dialect="spark")
+    except Exception as error:  # noqa: BLE001 - sqlglot's errors name no table
+        raise WindowSqlError(f"{name!r} is not a table name: {error}") from None
+    return ".".join(part.name if _PLAIN_NAME.match(part.name)
+                    else "`" + part.name.replace("`", "``") + "`" for part in table.parts)
+
+
+def table_key(name: str) -> str:
+    """One key per table however its name is written (Spark's names are case-insensitive)."""
+    return table_name(name).lower()
+
+
+def _view_name(kind: str, name: str) -> str:
+    """A temporary view's name for a streaming table: one part, whatever the table's name is
+    (qualified, quoted, with spaces), distinct per table."""
+    return f"__sx_{kind}_{hashlib.sha1(table_key(name).encode()).hexdigest()[:16]}"
 
 
 def _windowed_select(sql: str | exp.Select) -> exp.Select:
@@ -82,7 +109,7 @@ def _write(batch: DataFrame, table: str, location: str | None, app_id: str, batc
     if not session.catalog.tableExists(table):
         if location and DeltaTable.isDeltaTable(session, location):
             # A restarted application (its catalog may be new): the table's data is there.
-            session.sql(f"CREATE TABLE {table} USING DELTA LOCATION '{location}'")
+            session.catalog.createTable(table, path=location, source="delta")
         else:
             writer = batch.limit(0).write.format("delta")
             if location:
@@ -123,6 +150,10 @@ def _fault_point(batch_id: int) -> None:
 def _check_streaming(lowered: LoweredWindow, trigger: str | float) -> None:
     """Wall-clock policies need a running stream; an unbounded partition set gets a warning."""
     spec = lowered.spec
+    if spec.get("watermark") == "by":
+        raise WindowSqlError(f"{spec['policy_text']}: WATERMARK BY markers are not supported in "
+                             "streaming yet (a micro-batch has one watermark): use WATERMARK "
+                             "DELAY <duration>")
     clocked = "time" in (spec["policy"], spec.get("trigger")) \
         or spec.get("partition_eviction") == "age"
     if trigger == "available_now" and clocked:
@@ -245,13 +276,14 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str | exp.Select
     trigger: "available_now" (process what is there, then stop) or seconds between batches."""
     import json
 
-    running = _running.get(name)
+    name = table_name(name)
+    running = _running.get(table_key(name))
     if running is not None and running.query.isActive:
         raise WindowSqlError(f"streaming table {name} is running: STOP STREAM {name} first")
     select = _windowed_select(sql)
     lowered: LoweredWindow = lower_parts(select, streaming=True)
     _check_streaming(lowered, trigger)
-    source_view = f"__sx_source_{name}"
+    source_view = _view_name("source", name)
     _source_stream(spark, stream_source(select)).createOrReplaceTempView(source_view)
     lowered.inner.set("from_", exp.From(this=exp.to_table(source_view)))
     tuples = spark.sql(_only_read_columns(lowered).sql(dialect="spark"))
@@ -263,7 +295,7 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str | exp.Select
     firings = DataFrame(jvm.io.sqlext.streaming.StreamingWindows.firings(
         tuples._jdf, json.dumps(lowered.spec), checkpoint), spark)
 
-    firings_view = f"__sx_firings_{name}"
+    firings_view = _view_name("firings", name)
     outer = lowered.outer
     outer.set("from_", exp.From(this=exp.to_table(firings_view)))
     outer = outer.select(exp.alias_(lowered.key, KEY_COLUMN), copy=False)
@@ -282,16 +314,17 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str | exp.Select
             "COUNT(*)", f"COALESCE(MAX({INDEX_COLUMN}), 0) > 0" if refires else "FALSE").first()
         if refires:
             rows = rows.drop(INDEX_COLUMN)
-        _write(rows, name, location, f"sql_ext:{name}", batch_id, upsert, written)
-        table = _running.get(name)
+        _write(rows, name, location, f"sql_ext:{table_key(name)}", batch_id, upsert, written)
+        table = _running.get(table_key(name))
         if table is not None:
             table.rows_out += written
             log.info("sql_ext stream %s batch %d: %d rows written", name, batch_id, written)
             dropped = tuple(table.progress.dropped(table.session, table.checkpoint))
             if dropped != table.dropped:
                 log.warning("sql_ext stream %s batch %d: %d tuples dropped as late (below the "
-                            "watermark minus the discard age), %d without an event time, in "
-                            "all", name, batch_id, *dropped)
+                            "watermark minus the discard age), %d without an event time, %d "
+                            "rows below an ORDER BY value an earlier micro-batch processed "
+                            "(replayed where they arrived), in all", name, batch_id, *dropped)
                 table.dropped = dropped
         _fault_point(batch_id)
 
@@ -305,7 +338,7 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str | exp.Select
     table = StreamingTable(name, checkpoint, query, progress, spark._jsparkSession)
     if running is not None and running.query.id == query.id:  # the same stream, resumed
         table.rows_out, table.dropped = running.rows_out, running.dropped
-    _running[name] = table
+    _running[table_key(name)] = table
     log.info("sql_ext streaming table %s started (checkpoint %s)", name, checkpoint)
     return query
 
@@ -320,7 +353,7 @@ def show_streams() -> list[dict]:
 
 def state_curve(name: str) -> list[tuple[int, int]]:
     """(batch id, rows in the state store) of each micro-batch of a streaming table."""
-    table = _running[name]
+    table = _running[table_key(name)]
     flat = list(table.progress.stateCurve(str(table.query.id)))
     return list(zip(flat[::2], flat[1::2]))
 
@@ -328,7 +361,7 @@ def state_curve(name: str) -> list[tuple[int, int]]:
 def _status(table: StreamingTable) -> dict:
     progress = table.query.lastProgress or {}
     states = progress.get("stateOperators", [])
-    late, not_windowed = table.progress.dropped(table.session, table.checkpoint)
+    late, not_windowed, out_of_order = table.progress.dropped(table.session, table.checkpoint)
     return {"name": table.name, "active": table.query.isActive,
             "batch": progress.get("batchId"),
             "rows_in": table.progress.rowsIn(str(table.query.id)),
@@ -337,13 +370,14 @@ def _status(table: StreamingTable) -> dict:
             "state_rows": sum(op.get("numRowsTotal", 0) for op in states),
             "state_bytes": sum(op.get("memoryUsedBytes", 0) for op in states),
             "late_dropped": late, "not_windowed": not_windowed,
+            "out_of_order_rows": out_of_order,
             "checkpoint": table.checkpoint}
 
 
 def stop_stream(name: str, timeout: float = 3.0) -> None:
     """Stops a running streaming table between two micro-batches when it can (a stop in the
     middle of a batch interrupts it; the batch is then redone at the next start)."""
-    table = _running.get(name)
+    table = _running.get(table_key(name))
     if table is None or not table.query.isActive:
         raise WindowSqlError(f"STOP STREAM {name}: no streaming table of that name is running")
     deadline = time.monotonic() + timeout

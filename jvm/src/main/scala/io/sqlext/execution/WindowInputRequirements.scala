@@ -22,9 +22,7 @@ trait WindowInputRequirements { self: SparkPlan =>
   /** An operator that numbers its tuples in parallel sorts inside its tasks. */
   protected def parallelCount: Boolean = false
 
-  protected def arrivalOrder: Seq[SortOrder] =
-    (column(WindowSpec.OrderColumn).toSeq ++ column(WindowSpec.SeqColumn))
-      .map(SortOrder(_, Ascending))
+  protected def arrivalOrder: Seq[SortOrder] = ArrivalOrder.sortOrders(spec, inputs)
 
   override def requiredChildDistribution: Seq[Distribution] =
     if (spec.isPaneExpansion) UnspecifiedDistribution :: Nil
@@ -34,8 +32,7 @@ trait WindowInputRequirements { self: SparkPlan =>
 
   override def requiredChildOrdering: Seq[Seq[SortOrder]] = {
     val keys = if (globalOrder) Nil else keyAttrs
-    val file = if (spec.policy == "punct") column(WindowSpec.FileColumn).toSeq else Nil
     if (parallelCount || spec.isPaneExpansion) Seq(Nil)
-    else ((keys ++ file).map(SortOrder(_, Ascending)) ++ arrivalOrder) :: Nil
+    else (keys.map(SortOrder(_, Ascending)) ++ arrivalOrder) :: Nil
   }
 }

@@ -104,6 +104,7 @@ object PaneInput {
   }
 }
 
-/** What a streaming table drops, counted on the executors and read by SHOW STREAMS. */
-final class StreamCounters(val lateDropped: LongAccumulator, val notWindowed: LongAccumulator)
-    extends Serializable
+/** What a streaming table drops or cannot put in order, counted on the executors and read by
+ *  SHOW STREAMS. */
+final class StreamCounters(val lateDropped: LongAccumulator, val notWindowed: LongAccumulator,
+    val outOfOrder: LongAccumulator) extends Serializable

@@ -20,12 +20,14 @@ object StreamingWindows {
   /** `checkpoint`: the streaming table's, where panes read each micro-batch's watermark. */
   def firings(input: DataFrame, specJson: String, checkpoint: String): DataFrame = {
     val spec = WindowSpec.fromJson(specJson)
-    if (spec.isPanes) panes(input, spec, checkpoint) else partitions(input, spec)
+    if (spec.isPanes) panes(input, spec, checkpoint)
+    else partitions(input, spec, StreamProgress.counters(input.sparkSession, checkpoint))
   }
 
   /** TUMBLING and SLIDING: one state machine per partition key, or one for the whole window
    *  when its events act across partitions (punctuations, PARTITION EVICTION COUNT/TUPLES). */
-  private def partitions(input: DataFrame, spec: WindowSpec): DataFrame = {
+  private def partitions(input: DataFrame, spec: WindowSpec, counters: StreamCounters)
+      : DataFrame = {
     val schema = input.schema
     val keyIndexes = spec.partitionColumns.map(schema.fieldIndex)
     // An unpartitioned window is one partition; Spark's grouping needs a key column for it.
@@ -48,12 +50,13 @@ object StreamingWindows {
     val tuples = if (spec.usesClock) withHeartbeat(input) else input
     if (acrossPartitions) {
       grouped(tuples, Nil)
-        .transformWithState(new WholeWindowProcessor(spec, schema, keySchema, metaNames),
+        .transformWithState(new WholeWindowProcessor(spec, schema, keySchema, metaNames,
+          counters),
           timeMode, OutputMode.Append())(Encoders.row(output))
         .toDF()
     } else {
       grouped(tuples, spec.partitionColumns)
-        .transformWithState(new WindowProcessor(spec, schema, metaNames), timeMode,
+        .transformWithState(new WindowProcessor(spec, schema, metaNames, counters), timeMode,
           OutputMode.Append())(Encoders.row(output))
         .toDF()
     }

@@ -13,8 +13,8 @@ import scala.collection.mutable.ArrayBuffer
 /**
  * One partition of a TUMBLING or SLIDING window under `transformWithState`, driving the same
  * state machines as batch (semantics.md sections 2-5). Per micro-batch the partition's saved
- * state is put back into a fresh machine, the batch's tuples go in in arrival order (their scan
- * order, __sx_seq), and the state is saved again: tuples in a list state, the policy state
+ * state is put back into a fresh machine, the batch's tuples go in in arrival order (ORDER BY,
+ * then the source's order: [[MicroBatchOrder]]), and the state is saved again: tuples in a list state, the policy state
  * (window number, initial-full flag, trigger counter, delta reference, TIME stamps and next
  * tick) in a value state. Both live in Spark's checkpointed state store, so a restart resumes
  * the window where it was (section 8).
@@ -23,25 +23,28 @@ import scala.collection.mutable.ArrayBuffer
  * the next tick fire a window with no new tuples, also a tick that fell due while the query was
  * down. Ticks are aligned to multiples of the period since the epoch.
  */
-class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String])
-    extends StatefulProcessor[Row, Row, Row] with Logging {
+class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String],
+    counters: StreamCounters) extends StatefulProcessor[Row, Row, Row] with Logging {
 
   @transient private var tuples: ListState[Row] = _
   @transient private var policy: ValueState[Row] = _
+  @transient private var orderHigh: ValueState[Row] = _
 
-  private val seqIndex = input.fieldIndex(WindowSpec.SeqColumn)
+  private val order = new MicroBatchOrder(spec, input, counters)
   private val emitter = WindowProcessor.emitterFor(spec, input, metaNames)
   private val valueColumns = Seq(WindowSpec.DeltaColumn, WindowSpec.TriggerDeltaColumn)
     .map(c => input.fieldNames.indexOf(c)).filter(_ >= 0)
   private val tickPeriod: Long = WindowProcessor.tickPeriod(spec)
-  /** PARTITION EVICTION AGE(s): a partition not inserted into for more than s seconds goes. */
-  private val ageMs: Long =
-    if (spec.partitionEviction == "age") math.round(spec.partitionEvictionValue * 1000) else -1L
+  /** PARTITION EVICTION AGE(s): a partition not inserted into for more than s seconds goes,
+   *  in the batch engine's whole seconds (the rule's one home, [[WindowSpec]]). */
+  private val ageMs: Long = WindowProcessor.ageMs(spec)
 
   override def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
     tuples = getHandle.getListState[Row]("tuples", Encoders.row(input), TTLConfig.NONE)
     policy = getHandle.getValueState[Row]("policy", Encoders.row(WindowProcessor.PolicySchema),
       TTLConfig.NONE)
+    orderHigh = order.highSchema.map(schema =>
+      getHandle.getValueState[Row]("order_high", Encoders.row(schema), TTLConfig.NONE)).orNull
   }
 
   override def handleInputRows(key: Row, rows: Iterator[Row], timers: TimerValues)
@@ -54,7 +57,10 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
     if (spec.timeBased) window.advanceClock(now)(emit)
     var skipped = 0L
     var inserted = false
-    rows.toArray.sortBy(_.getLong(seqIndex)).foreach { row =>
+    val high = Option(orderHigh).filter(_.exists()).map(_.get())
+    val (sorted, newHigh) = order.sorted(rows, high)
+    newHigh.filter(_ => orderHigh != null).foreach(orderHigh.update)
+    sorted.foreach { row =>
       if (valueColumns.exists(row.isNullAt)) skipped += 1
       else { window.insert(key, row, now)(emit); inserted = true }
     }
@@ -142,7 +148,12 @@ object WindowProcessor {
     }
   }
 
-  /** The TIME policy's tick period (microseconds), 0 without one. */
+  /** PARTITION EVICTION AGE in milliseconds of the wall clock, -1 without it. */
+  def ageMs(spec: WindowSpec): Long = spec.partitionEvictionPolicy match {
+    case Some(PartitionEvictionPolicy.Age(seconds)) => seconds * 1000L
+    case _ => -1L
+  }
+
   /** The processing-time timer (ms) at which a tick due at `nextTickAt` (µs) fires. */
   def tickTimerMs(nextTickAt: Long): Long = Math.floorDiv(nextTickAt + 999L, 1000L)
 
@@ -151,6 +162,7 @@ object WindowProcessor {
     Option.when(skipped > 0)(s"sql_ext window ${spec.policyText}: $skipped rows were not " +
       "windowed because their DELTA value is NULL")
 
+  /** The TIME policy's tick period (microseconds), 0 without one. */
   def tickPeriod(spec: WindowSpec): Long = spec.policy match {
     case "time" => ReplayLayout.micros(spec.seconds)
     case _ if spec.trigger == "time" => ReplayLayout.micros(spec.triggerSeconds)

@@ -1,0 +1,82 @@
+package io.sqlext.execution
+
+import io.sqlext.window.WindowSpec
+import org.apache.spark.sql.Row
+import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, Expression, GetStructField, SortOrder}
+import org.apache.spark.sql.types.{DataType, StructType}
+
+/**
+ * The arrival order of a window's tuples (spec/sql.md section 2), the one rule batch replay and
+ * the streaming processors both follow: the ORDER BY of OVER if there is one, ties broken by the
+ * source's order (`sql_ext_arrival()`, [[io.sqlext.expressions.ArrivalSequence]]). PUNCT()
+ * punctuates the end of each file, so its files come one after another, oldest first (the
+ * file's modification time, then its path), ORDER BY acting within a file.
+ */
+object ArrivalOrder {
+
+  /** One sort key: a helper column, or one field of the struct it holds. */
+  final case class Key(column: String, field: Option[Int] = None)
+
+  private val FileTime = 0 // sql_ext_arrival().file_time
+
+  /** The sort keys, outermost first, among the helper columns `present`. */
+  def keys(spec: WindowSpec, present: String => Boolean): Seq[Key] = {
+    val order = if (present(WindowSpec.OrderColumn)) Seq(Key(WindowSpec.OrderColumn)) else Nil
+    val source = Seq(Key(WindowSpec.SeqColumn)).filter(k => present(k.column))
+    val files = if (spec.isFilePunct && present(WindowSpec.FileColumn)) {
+      source.map(_.copy(field = Some(FileTime))) :+ Key(WindowSpec.FileColumn)
+    } else Nil
+    files ++ order ++ source
+  }
+
+  /** Batch: the sort orders over the operator's input attributes. */
+  def sortOrders(spec: WindowSpec, inputs: Seq[Attribute]): Seq[SortOrder] = {
+    def attr(name: String) = inputs.find(_.name == name)
+    keys(spec, attr(_).isDefined).map { key =>
+      val column: Expression = attr(key.column).get
+      SortOrder(key.field.fold(column)(i => GetStructField(column, i)), Ascending)
+    }
+  }
+
+  /** Streaming: the same order over the Rows of `schema`. */
+  def rowOrdering(spec: WindowSpec, schema: StructType): Ordering[Row] = {
+    val compares = keys(spec, schema.fieldNames.contains).map { key =>
+      val i = schema.fieldIndex(key.column)
+      key.field match {
+        case Some(f) =>
+          val inner = compareValues(schema(i).dataType.asInstanceOf[StructType](f).dataType)
+          (a: Row, b: Row) => inner(a.getStruct(i).get(f), b.getStruct(i).get(f))
+        case None =>
+          val values = compareValues(schema(i).dataType)
+          (a: Row, b: Row) => values(a.get(i), b.get(i))
+      }
+    }
+    (a: Row, b: Row) => {
+      var result = 0
+      val it = compares.iterator
+      while (result == 0 && it.hasNext) result = it.next()(a, b)
+      result
+    }
+  }
+
+  /** Ascending, NULL first (Spark's default), over the external values of `dataType`. */
+  def compareValues(dataType: DataType): (Any, Any) => Int = {
+    val nonNull: (Any, Any) => Int = dataType match {
+      case struct: StructType =>
+        val fields = struct.fields.map(f => compareValues(f.dataType)).zipWithIndex
+        (a, b) => {
+          val (x, y) = (a.asInstanceOf[Row], b.asInstanceOf[Row])
+          fields.iterator.map { case (c, i) => c(x.get(i), y.get(i)) }.find(_ != 0).getOrElse(0)
+        }
+      case _ => (a, b) => (a, b) match {
+        case (x: Comparable[_], _) => x.asInstanceOf[Comparable[Any]].compareTo(b)
+        case _ => throw new IllegalArgumentException(
+          s"sql_ext: ORDER BY of a window cannot order values of type ${dataType.simpleString}")
+      }
+    }
+    (a, b) =>
+      if (a == null) { if (b == null) 0 else -1 }
+      else if (b == null) 1
+      else nonNull(a, b)
+  }
+}

@@ -1,0 +1,159 @@
+"""A stream's result does not depend on how its input was cut (issue 12, spec/sql.md section 2).
+
+A Delta source written in appends of random, unequal sizes (one or two files each) is streamed
+in random cuts: several appends per micro-batch (a backlog), one micro-batch per file
+(maxFilesPerTrigger), restarts between runs. The streaming table must equal the batch query
+over the same table, with ORDER BY (rows shuffled within each append, ties broken by the
+source's order) and without it (the source's commit order)."""
+
+import itertools
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sql_ext.streaming import create_streaming_table, show_streams
+
+WINDOWS = [
+    "TUMBLING COUNT(5)",
+    "TUMBLING DELTA(v, 6)",
+    "SLIDING COUNT(4) TRIGGER COUNT(3)",
+    "SLIDING DELTA(v, 5) TRIGGER COUNT(2)",
+    "SLIDING COUNT(5) TRIGGER DELTA(v, 4) EMIT INCOMPLETE",
+    "TUMBLING PUNCT(v > 10)",
+    "TUMBLING PUNCT()",
+    "TUMBLING COUNT(3) PARTITION EVICTION TUPLES(5) EMIT EVICTED",
+]
+# Pane functions, the tuples themselves and partial-aggregate columns: every window's content.
+QUERY = ("SELECT k, WINDOW_ID() AS w, WINDOW_EVENT() AS e, ARRAY_SORT(COLLECT_LIST(id)) AS ids, "
+         "COUNT(*) AS n, SUM(v) AS total FROM {source} WINDOW {policy} "
+         "OVER (PARTITION BY k{order}){tail}")
+PARTIALS = ("SELECT k, WINDOW_ID() AS w, COUNT(*) AS n, SUM(v) AS total, MIN(id) AS lo, "
+            "MAX(id) AS hi FROM {source} WINDOW {policy} OVER (PARTITION BY k{order}){tail}")
+_names = itertools.count()
+
+
+def _query(template, source, window, ordered):
+    policy, _, tail = window.partition(" PARTITION EVICTION")
+    return template.format(source=source, policy=policy, order=" ORDER BY o" if ordered else "",
+                           tail=" PARTITION EVICTION" + tail if tail else "")
+
+
+def _rows(frame):
+    return sorted(tuple(tuple(v) if isinstance(v, list) else v for v in r)
+                  for r in frame.collect())
+
+
+def _append(spark, table, rows, files):
+    frame = spark.createDataFrame(rows, "id long, o long, k string, v double")
+    # One file keeps the rows as listed; two files split them among two writing tasks.
+    frame = frame.coalesce(1) if files == 1 else frame.repartition(files)
+    frame.write.format("delta").mode("append").saveAsTable(table)
+
+
+@st.composite
+def cut_stream(draw):
+    """Appends of unequal sizes (ids ascending across appends, shuffled within one, o = id
+    div 3 so ORDER BY o has ties), each 1 or 2 files; the appends after which a streaming run
+    starts; maxFilesPerTrigger of the runs (None: a run is one micro-batch)."""
+    ids = itertools.count()
+    appends = []
+    for _ in range(draw(st.integers(2, 6))):
+        rows = [(i, i // 3, draw(st.sampled_from("abc")), float(draw(st.integers(0, 12))))
+                for i in itertools.islice(ids, draw(st.integers(1, 30)))]
+        appends.append((draw(st.permutations(rows)), draw(st.sampled_from([1, 1, 2]))))
+    runs = sorted(set(draw(st.lists(st.integers(1, len(appends)), max_size=3)))
+                  | {len(appends)})
+    return appends, runs, draw(st.sampled_from([None, None, 1, 2]))
+
+
+def _stream_cut(spark, tmp_path_factory, appends, runs, max_files, query_over):
+    n = next(_names)
+    source, sink = f"cut_src_{n}", f"cut_out_{n}"
+    checkpoint = str(tmp_path_factory.mktemp("checkpoint"))
+    spark.sql(f"CREATE TABLE {source} (id BIGINT, o BIGINT, k STRING, v DOUBLE) USING DELTA")
+    written = 0
+    for run in runs:
+        for rows, files in appends[written:run]:
+            _append(spark, source, rows, files)
+        written = run
+        reader = spark.readStream.format("delta")
+        if max_files:
+            reader = reader.option("maxFilesPerTrigger", max_files)
+        reader.table(source).createOrReplaceTempView(f"cut_view_{n}")
+        create_streaming_table(spark, sink, query_over(f"STREAM(cut_view_{n})"),
+                               checkpoint=checkpoint).awaitTermination()
+    got = _rows(spark.table(sink).drop("_sx_key")) if spark.catalog.tableExists(sink) else []
+    return source, sink, got
+
+
+@pytest.mark.parametrize("ordered", [False, True], ids=["source-order", "order-by"])
+@pytest.mark.parametrize("window", WINDOWS)
+@settings(max_examples=3, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(cut=cut_stream())
+def test_streaming_equals_batch_however_cut(spark, tmp_path_factory, window, ordered, cut):
+    appends, runs, max_files = cut
+    template = PARTIALS if window.startswith("SLIDING COUNT(4)") else QUERY
+    source, sink, got = _stream_cut(spark, tmp_path_factory, appends, runs, max_files,
+                                    lambda stream: _query(template, stream, window, ordered))
+    assert got == _rows(spark.sql(_query(template, source, window, ordered)))
+    stream = next(s for s in show_streams() if s["name"] == sink)
+    assert stream["out_of_order_rows"] == 0
+
+
+def test_a_backlog_of_unequal_appends_in_one_micro_batch(spark, tmp_path_factory):
+    """The issue's case: 6 appends of 50, 400, 120, 300, 80 and 200 rows, one AVAILABLE NOW
+    run. Spark reads the 400-row file first; the windows must still be the batch query's."""
+    start = itertools.accumulate([0, 50, 400, 120, 300, 80])
+    appends = [([(i, i, str(i % 3), 1.0) for i in range(s, s + size)], 1)
+               for s, size in zip(start, [50, 400, 120, 300, 80, 200])]
+    for ordered in (False, True):
+        template = ("SELECT k, WINDOW_ID() AS w, MIN(id) AS lo, MAX(id) AS hi FROM {source} "
+                    "WINDOW {policy} OVER (PARTITION BY k{order}){tail}")
+        source, _, got = _stream_cut(spark, tmp_path_factory, appends, [6], None,
+                                     lambda s: _query(template, s, "TUMBLING COUNT(5)", ordered))
+        assert len(got) == 228
+        assert got == _rows(spark.sql(_query(template, source, "TUMBLING COUNT(5)", ordered)))
+        assert got[0] == ("0", 0, 0, 12)  # key '0' holds 0, 3, 6, 9, 12 first
+
+
+def test_rows_below_an_earlier_micro_batch_are_counted(spark, tmp_path):
+    """ORDER BY cannot reorder into the past: a row below the highest value an earlier
+    micro-batch processed is replayed where it arrives and counted; within a micro-batch the
+    rows are sorted."""
+    spark.sql("CREATE TABLE ooo_src (id BIGINT, o BIGINT, k STRING, v DOUBLE) USING DELTA")
+    query = ("SELECT ARRAY_SORT(COLLECT_LIST(id)) AS ids, COLLECT_LIST(o) AS os, "
+             "WINDOW_ID() AS w FROM STREAM(ooo_src) WINDOW TUMBLING COUNT(3) OVER (ORDER BY o)")
+    for rows in ([(1, 30, "a", 0.0), (2, 10, "a", 0.0), (3, 20, "a", 0.0), (4, 40, "a", 0.0)],
+                 [(5, 35, "a", 0.0), (6, 50, "a", 0.0), (7, 5, "a", 0.0)]):
+        _append(spark, "ooo_src", rows, 1)
+        create_streaming_table(spark, "ooo_out", query,
+                               checkpoint=str(tmp_path / "ckpt")).awaitTermination()
+    got = sorted((r.w, list(r.ids), list(r.os)) for r in spark.table("ooo_out").collect())
+    # Batch 1 sorted: 10, 20, 30 | 40. Batch 2 sorted: 5 (late), 35, 50 after 40.
+    assert got == [(0, [1, 2, 3], [10, 20, 30]), (1, [4, 5, 7], [40, 5, 35])]
+    stream = next(s for s in show_streams() if s["name"] == "ooo_out")
+    assert stream["out_of_order_rows"] == 2  # 5 and 35 are below 40
+
+
+def test_qualified_and_quoted_names(spark, tmp_path):
+    """db.table for the source and the streaming table, backquoted names (a reserved word),
+    and a checkpoint path with a space and a quote: SQL statements, SHOW STREAMS, resume."""
+    spark.sql("CREATE DATABASE IF NOT EXISTS analytics")
+    spark.sql("CREATE TABLE analytics.src (id BIGINT, o BIGINT, k STRING, v DOUBLE) USING DELTA")
+    spark.sql("CREATE TABLE `analytics`.`order` (id BIGINT, o BIGINT, k STRING, v DOUBLE) "
+              "USING DELTA")
+    checkpoint = str(tmp_path / "it's a checkpoint").replace("'", "\\'")  # Spark: \'
+    for name, source in (("analytics.t", "analytics.src"),
+                         ("`analytics`.`select`", "`analytics`.`order`")):
+        statement = (f"CREATE STREAMING TABLE {name} CHECKPOINT '{checkpoint}{next(_names)}' "
+                     f"AS SELECT k, COUNT(*) AS n FROM STREAM({source}) "
+                     "WINDOW TUMBLING COUNT(2) OVER (PARTITION BY k)")
+        for rows in ([(1, 1, "a", 0.0), (2, 2, "a", 0.0), (3, 3, "a", 0.0)], [(4, 4, "a", 0.0)]):
+            _append(spark, source, rows, 1)
+            spark.sql(statement)  # the second run resumes from the checkpoint
+        assert [tuple(r) for r in spark.table(name).select("k", "n").collect()] \
+            == [("a", 2), ("a", 2)]
+    names = {r.name for r in spark.sql("SHOW STREAMS").collect()}
+    assert {"analytics.t", "analytics.select"} <= names
