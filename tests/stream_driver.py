@@ -3,8 +3,10 @@
     python stream_driver.py <warehouse> <source path> <sink path> <checkpoint> [query name]
 
 Runs the windowed query over the Delta source, one source version per micro-batch, until all
-available data is processed."""
+available data is processed. With SQL_EXT_DRIVER_EVERY=<seconds> it runs TRIGGER EVERY that
+long, every available file in each micro-batch, until it is killed."""
 
+import os
 import sys
 
 import sql_ext
@@ -26,6 +28,14 @@ QUERIES = {
         WINDOW TIME_INTERVAL(10, 5, 15) ON event_time OVER (PARTITION BY k) WATERMARK DELAY 2""",
     "count20": """SELECT COUNT(*) AS n, MIN(id) AS first, MAX(id) AS last, WINDOW_ID() AS w
                   FROM STREAM(source_stream) WINDOW TUMBLING COUNT(20)""",
+    # The crash test's queries: ORDER BY within each micro-batch, tuples and partials.
+    "ordered_count": """SELECT k, WINDOW_ID() AS w, ARRAY_SORT(COLLECT_LIST(id)) AS ids
+                        FROM STREAM(source_stream)
+                        WINDOW TUMBLING COUNT(5) OVER (PARTITION BY k ORDER BY id)""",
+    "sliding_partials": """SELECT k, WINDOW_ID() AS w, COUNT(*) AS n, SUM(v) AS total,
+                                  MIN(id) AS lo, MAX(id) AS hi
+                           FROM STREAM(source_stream)
+                           WINDOW SLIDING COUNT(6) TRIGGER COUNT(4) OVER (PARTITION BY k)""",
 }
 
 if __name__ == "__main__":
@@ -33,8 +43,12 @@ if __name__ == "__main__":
     query = QUERIES[sys.argv[5] if len(sys.argv) > 5 else "panes"]
     spark = sql_ext.session(warehouse=warehouse)
     spark.sparkContext.setLogLevel("ERROR")
-    spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(source) \
-        .createOrReplaceTempView("source_stream")
+    every = os.environ.get("SQL_EXT_DRIVER_EVERY")
+    reader = spark.readStream.format("delta")
+    if not every:
+        reader = reader.option("maxFilesPerTrigger", 1)
+    reader.load(source).createOrReplaceTempView("source_stream")
     create_streaming_table(spark, "exactly_once_out", query, checkpoint=checkpoint,
-                           location=sink).awaitTermination()
+                           location=sink,
+                           trigger=float(every) if every else "available_now").awaitTermination()
     spark.stop()

@@ -22,9 +22,11 @@ final class AggregateReplay(
 
   private type Window = SlidingWindow[UnsafeRow, CompactTuple]
 
-  private val aggregateLayout = new AggregateLayout(kinds.map(AggregateKind(_)).toArray)
   private val evaluate = UnsafeProjection.create(aggregateInputs, layout.input)
   private val inputTypes = aggregateInputs.map(_.dataType).toArray
+  private val integral = inputTypes.map(AggregateReplay.isIntegral)
+  private val aggregateLayout = new AggregateLayout(kinds.map(AggregateKind(_)).toArray,
+    integral)
   private val keyOf = layout.keyProjection
   private val keyTypes = layout.partitionAttrs.map(_.dataType)
   private val project = UnsafeProjection.create(
@@ -61,18 +63,20 @@ final class AggregateReplay(
   private def compact(row: InternalRow): CompactTuple = {
     val evaluated = evaluate(row)
     val values = new Array[Double](inputTypes.length)
+    val longs = new Array[Long](inputTypes.length)
     val nulls = new Array[Boolean](inputTypes.length)
     var i = 0
     while (i < inputTypes.length) {
       nulls(i) = evaluated.isNullAt(i)
       if (!nulls(i) && kinds(i) != "count") {
-        values(i) = ReplayLayout.numeric(evaluated, i, inputTypes(i))
+        if (integral(i)) longs(i) = AggregateReplay.integer(evaluated, i, inputTypes(i))
+        else values(i) = ReplayLayout.numeric(evaluated, i, inputTypes(i))
       }
       i += 1
     }
     CompactTuple(values, nulls, layout.arrivalValue(row),
       if (layout.deltaOrdinal >= 0) layout.deltaValue(row) else 0.0,
-      if (layout.triggerOrdinal >= 0) layout.triggerValue(row) else 0.0)
+      if (layout.triggerOrdinal >= 0) layout.triggerValue(row) else 0.0, longs)
   }
 
   private def newWindow(firstRow: InternalRow): Window = {
@@ -141,13 +145,30 @@ final class AggregateReplay(
 }
 
 object AggregateReplay {
-  /** Aggregates run in doubles; results take the type Spark's own aggregate would have. */
-  def convert(value: Double, dataType: DataType): Any = dataType match {
-    case LongType => value.toLong
-    case IntegerType => value.toInt
-    case ShortType => value.toShort
-    case ByteType => value.toByte
-    case FloatType => value.toFloat
-    case _ => value
+  def isIntegral(dataType: DataType): Boolean = dataType match {
+    case ByteType | ShortType | IntegerType | LongType => true
+    case _ => false
+  }
+
+  def integer(row: InternalRow, i: Int, dataType: DataType): Long = dataType match {
+    case ByteType => row.getByte(i).toLong
+    case ShortType => row.getShort(i).toLong
+    case IntegerType => row.getInt(i).toLong
+    case LongType => row.getLong(i)
+  }
+
+  /** Results (a Long or a Double) take the type Spark's own aggregate would have. */
+  def convert(value: Any, dataType: DataType): Any = (value, dataType) match {
+    case (v: Long, LongType) => v
+    case (v: Long, IntegerType) => v.toInt
+    case (v: Long, ShortType) => v.toShort
+    case (v: Long, ByteType) => v.toByte
+    case (v: Long, _) => v.toDouble
+    case (v: Double, LongType) => v.toLong
+    case (v: Double, IntegerType) => v.toInt
+    case (v: Double, ShortType) => v.toShort
+    case (v: Double, ByteType) => v.toByte
+    case (v: Double, FloatType) => v.toFloat
+    case (v, _) => v
   }
 }

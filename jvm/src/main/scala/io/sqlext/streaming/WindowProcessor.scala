@@ -37,7 +37,7 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
   private val tickPeriod: Long = WindowProcessor.tickPeriod(spec)
   /** PARTITION EVICTION AGE(s): a partition not inserted into for more than s seconds goes,
    *  in the batch engine's whole seconds (the rule's one home, [[WindowSpec]]). */
-  private val ageMs: Long = WindowProcessor.ageMs(spec)
+  private val ageLimitMs: Long = WindowProcessor.ageMs(spec)
 
   override def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
     tuples = getHandle.getListState[Row]("tuples", Encoders.row(input), TTLConfig.NONE)
@@ -66,7 +66,7 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
     }
     WindowProcessor.notWindowed(spec, skipped).foreach(logWarning(_))
     save(key, window, if (inserted) nowMs else touched)
-    if (inserted && ageMs >= 0) getHandle.registerTimer(nowMs + ageMs + 1)
+    if (inserted && ageLimitMs >= 0) getHandle.registerTimer(nowMs + ageLimitMs + 1)
     out.iterator
   }
 
@@ -85,7 +85,7 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
   /** AGE eviction is due: the partition holds tuples and saw no insert for more than AGE. */
   private def aged(window: CheckpointedWindow[Row, Row], key: Row, touched: Long,
       nowMs: Long): Boolean =
-    ageMs >= 0 && touched != Long.MinValue && nowMs > touched + ageMs &&
+    ageLimitMs >= 0 && touched != Long.MinValue && nowMs > touched + ageLimitMs &&
       window.save(key).tuples.nonEmpty
 
   /** The partition's tuples leave: fired as EVICTED with EMIT EVICTED, else counted and logged.

@@ -22,25 +22,32 @@ object AggregateKind {
 }
 
 /**
- * A tuple as the aggregating path keeps it: only the aggregate inputs (NaN-free doubles with a
- * NULL mask), the arrival value for PANE_START/PANE_END, and the DELTA attributes.
+ * A tuple as the aggregating path keeps it: only the aggregate inputs (NaN-free doubles, or
+ * longs for integer inputs, with a NULL mask), the arrival value for PANE_START/PANE_END, and
+ * the DELTA attributes.
  */
 final case class CompactTuple(
     values: Array[Double],
     nulls: Array[Boolean],
     arrival: Any,
     evictValue: Double,
-    triggerValue: Double)
+    triggerValue: Double,
+    longs: Array[Long] = null)
 
 /**
- * The partial state of all of a query's aggregates over a set of tuples: for each aggregate a
- * double accumulator and a count of the non-NULL inputs. `merge` is associative, so windows
- * with FIFO eviction keep partials in two stacks (amortised O(1) per insert, evict and query)
- * instead of re-reading the window at every trigger.
+ * The partial state of all of a query's aggregates over a set of tuples: for each aggregate an
+ * accumulator (a long for integer inputs: SUM, MIN, MAX and AVG's sum are exact, as the
+ * streaming partials are; a double otherwise) and a count of the non-NULL inputs. `merge` is
+ * associative, so windows with FIFO eviction keep partials in two stacks (amortised O(1) per
+ * insert, evict and query) instead of re-reading the window at every trigger.
  */
-final class Partial(val acc: Array[Double], val n: Array[Long])
+final class Partial(val acc: Array[Double], val n: Array[Long], val exact: Array[Long])
 
-final class AggregateLayout(val kinds: Array[AggregateKind]) extends Serializable {
+/** @param integral per aggregate: its input is an integer type (accumulated in `exact`) */
+final class AggregateLayout(val kinds: Array[AggregateKind], val integral: Array[Boolean])
+    extends Serializable {
+
+  def this(kinds: Array[AggregateKind]) = this(kinds, new Array[Boolean](kinds.length))
 
   def empty: Partial = {
     val acc = kinds.map {
@@ -48,14 +55,22 @@ final class AggregateLayout(val kinds: Array[AggregateKind]) extends Serializabl
       case AggregateKind.Max => Double.NegativeInfinity
       case _ => 0.0
     }
-    new Partial(acc, new Array[Long](kinds.length))
+    val exact = kinds.map {
+      case AggregateKind.Min => Long.MaxValue
+      case AggregateKind.Max => Long.MinValue
+      case _ => 0L
+    }
+    new Partial(acc, new Array[Long](kinds.length), exact)
   }
 
   def of(t: CompactTuple): Partial = {
     val p = empty
     var i = 0
     while (i < kinds.length) {
-      if (!t.nulls(i)) { p.acc(i) = t.values(i); p.n(i) = 1 }
+      if (!t.nulls(i)) {
+        if (integral(i)) p.exact(i) = t.longs(i) else p.acc(i) = t.values(i)
+        p.n(i) = 1
+      }
       i += 1
     }
     p
@@ -65,7 +80,11 @@ final class AggregateLayout(val kinds: Array[AggregateKind]) extends Serializabl
     val out = empty
     var i = 0
     while (i < kinds.length) {
-      out.acc(i) = kinds(i) match {
+      if (integral(i)) out.exact(i) = kinds(i) match {
+        case AggregateKind.Min => math.min(a.exact(i), b.exact(i))
+        case AggregateKind.Max => math.max(a.exact(i), b.exact(i))
+        case _ => a.exact(i) + b.exact(i)
+      } else out.acc(i) = kinds(i) match {
         case AggregateKind.Min => math.min(a.acc(i), b.acc(i))
         case AggregateKind.Max => math.max(a.acc(i), b.acc(i))
         case _ => a.acc(i) + b.acc(i)
@@ -76,12 +95,15 @@ final class AggregateLayout(val kinds: Array[AggregateKind]) extends Serializabl
     out
   }
 
-  /** Final values; None stands for SQL NULL (no non-NULL input; COUNT is never NULL). */
-  def result(p: Partial): Array[Option[Double]] = kinds.indices.map { i =>
+  /** Final values, a Long (COUNT; SUM, MIN, MAX of integers) or a Double; None stands for SQL
+   *  NULL (no non-NULL input; COUNT is never NULL). */
+  def result(p: Partial): Array[Option[Any]] = kinds.indices.map { i =>
     kinds(i) match {
-      case AggregateKind.Count => Some(p.n(i).toDouble)
+      case AggregateKind.Count => Some(p.n(i))
       case _ if p.n(i) == 0 => None
+      case AggregateKind.Avg if integral(i) => Some(p.exact(i).toDouble / p.n(i))
       case AggregateKind.Avg => Some(p.acc(i) / p.n(i))
+      case _ if integral(i) => Some(p.exact(i))
       case _ => Some(p.acc(i))
     }
   }.toArray

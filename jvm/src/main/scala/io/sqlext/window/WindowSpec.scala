@@ -88,9 +88,23 @@ object WindowSpec {
     "pane_index" -> "__sx_pidx",
     "window_event" -> "__sx_event")
 
+  /** Every field of the JSON the Python rewriter writes, each read by `fromJson`. */
+  val JsonFields: Seq[String] = Seq("kind", "policy", "count", "delta", "seconds",
+    "policy_text", "partition_columns", "ordered", "meta", "trigger", "trigger_count",
+    "trigger_delta", "trigger_seconds", "partition_eviction", "partition_eviction_value",
+    "emit_incomplete", "emit_evicted", "duration", "period", "discard", "offset", "watermark",
+    "watermark_delay", "aggregates")
+
   def fromJson(text: String): WindowSpec = {
     implicit val formats: Formats = DefaultFormats
     val json = JsonMethods.parse(text)
+    // The contract with the rewriter: a field this side does not read is a bug, not a default.
+    val unknown = json match {
+      case JObject(fields) => fields.map(_._1).filterNot(JsonFields.contains)
+      case _ => Nil
+    }
+    require(unknown.isEmpty, s"sql_ext window spec: fields ${unknown.mkString(", ")} are " +
+      "written by the rewriter but not read by the JVM extension (mismatched versions?)")
     WindowSpec(
       kind = (json \ "kind").extract[String],
       policy = (json \ "policy").extract[String],
