@@ -4,7 +4,8 @@
 
 Runs the windowed query over the Delta source, one source version per micro-batch, until all
 available data is processed. With SQL_EXT_DRIVER_EVERY=<seconds> it runs TRIGGER EVERY that
-long, every available file in each micro-batch, until it is killed."""
+long, every available file in each micro-batch, until it is killed; with SQL_EXT_DRIVER_BACKLOG
+set, one AVAILABLE NOW micro-batch takes every file."""
 
 import os
 import sys
@@ -45,7 +46,7 @@ if __name__ == "__main__":
     spark.sparkContext.setLogLevel("ERROR")
     every = os.environ.get("SQL_EXT_DRIVER_EVERY")
     reader = spark.readStream.format("delta")
-    if not every:
+    if not every and not os.environ.get("SQL_EXT_DRIVER_BACKLOG"):
         reader = reader.option("maxFilesPerTrigger", 1)
     reader.load(source).createOrReplaceTempView("source_stream")
     create_streaming_table(spark, "exactly_once_out", query, checkpoint=checkpoint,
