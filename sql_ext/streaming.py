@@ -173,6 +173,36 @@ PARTIAL_FUNCTIONS = {exp.Sum: "sum", exp.Count: "count", exp.Min: "min", exp.Max
 NUMERIC_TYPES = ("tinyint", "smallint", "int", "bigint", "float", "double")
 
 
+def _aggregate_inputs(lowered: LoweredWindow) -> None:
+    """Aggregate arguments that are expressions become helper columns of the window's input,
+    so the firing partials read a column (as the batch rule, IncrementalWindowAggregate, reads
+    any numeric input expression). Rewrites lowered.inner and lowered.outer in place.
+
+        SUM(x * 2)  ->  inner: x * 2 AS __sx_in0, outer: SUM(__sx_in0)
+    """
+    inputs: list[exp.Expression] = []
+
+    def column_for(node: exp.Expression) -> exp.Expression:
+        if type(node) not in PARTIAL_FUNCTIONS or isinstance(node.this, (exp.Column, exp.Star,
+                                                                         exp.Distinct)):
+            return node
+        if any(c.name.startswith("__sx_") for c in node.this.find_all(exp.Column)) \
+                or node.this.find(exp.AggFunc, exp.Anonymous) is not None:
+            return node  # reads a partition key or a function sqlglot does not know: as is
+        inputs.append(node.this.copy())
+        return node.__class__(this=exp.column(f"__sx_in{len(inputs) - 1}"))
+
+    outer = lowered.outer
+    for part in ("expressions", "having", "order"):
+        value = outer.args.get(part)
+        if isinstance(value, list):
+            outer.set(part, [e.transform(column_for) for e in value])
+        elif value is not None:
+            outer.set(part, value.transform(column_for))
+    for i, expression in enumerate(inputs):
+        lowered.inner = lowered.inner.select(exp.alias_(expression, f"__sx_in{i}"), copy=False)
+
+
 def _partial_aggregates(lowered: LoweredWindow, schema: dict[str, str]) -> list | None:
     """Firings reduced to one row each by the window processor, when every aggregate of the
     query is SUM, COUNT, MIN, MAX or AVG of a non-decimal number (COUNT of anything) and the
@@ -191,7 +221,8 @@ def _partial_aggregates(lowered: LoweredWindow, schema: dict[str, str]) -> list 
             return None
         if isinstance(call, exp.Count) and isinstance(arg, exp.Star):
             continue
-        if not isinstance(arg, exp.Column) or arg.name.startswith("__sx_") \
+        if not isinstance(arg, exp.Column) \
+                or (arg.name.startswith("__sx_") and not arg.name.startswith("__sx_in")) \
                 or schema.get(arg.name) not in NUMERIC_TYPES:
             return None
     partials: list[tuple[str, str]] = []
@@ -286,6 +317,7 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str | exp.Select
     source_view = _view_name("source", name)
     _source_stream(spark, stream_source(select)).createOrReplaceTempView(source_view)
     lowered.inner.set("from_", exp.From(this=exp.to_table(source_view)))
+    _aggregate_inputs(lowered)
     tuples = spark.sql(_only_read_columns(lowered).sql(dialect="spark"))
     partials = _partial_aggregates(lowered, {f.name: f.dataType.simpleString()
                                              for f in tuples.schema.fields})

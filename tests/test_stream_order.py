@@ -8,6 +8,7 @@ source's order) and without it (the source's commit order)."""
 
 import itertools
 import os
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -30,14 +31,15 @@ QUERY = ("SELECT k, WINDOW_ID() AS w, WINDOW_EVENT() AS e, ARRAY_SORT(COLLECT_LI
          "COUNT(*) AS n, SUM(v) AS total FROM {source} WINDOW {policy} "
          "OVER (PARTITION BY k{order}){tail}")
 PARTIALS = ("SELECT k, WINDOW_ID() AS w, COUNT(*) AS n, SUM(v) AS total, MIN(id) AS lo, "
-            "MAX(id) AS hi FROM {source} WINDOW {policy} OVER (PARTITION BY k{order}){tail}")
+            "MAX(id) AS hi, SUM(id * 2 + 1) AS odd FROM {source} WINDOW {policy} OVER (PARTITION BY k{order}){tail}")
 _names = itertools.count()
 
 
 def _query(template, source, window, ordered):
-    policy, _, tail = window.partition(" PARTITION EVICTION")
+    """WINDOW <policy> OVER (PARTITION BY k [ORDER BY o]) [PARTITION EVICTION ...] [EMIT ...]"""
+    policy, tail = re.match(r"(.*?)((?: PARTITION EVICTION| EMIT) .*)?$", window).groups()
     return template.format(source=source, policy=policy, order=" ORDER BY o" if ordered else "",
-                           tail=" PARTITION EVICTION" + tail if tail else "")
+                           tail=tail or "")
 
 
 def _rows(frame):

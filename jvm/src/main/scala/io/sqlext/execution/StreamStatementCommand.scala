@@ -43,6 +43,7 @@ object StreamStatementCommand {
     StructField("rows_out", LongType), StructField("watermark", StringType),
     StructField("state_rows", LongType), StructField("state_bytes", LongType),
     StructField("late_dropped", LongType), StructField("not_windowed", LongType),
+    StructField("out_of_order_rows", LongType),
     StructField("checkpoint", StringType))
 
   private def value(json: JValue, dataType: DataType): Any = (json, dataType) match {
