@@ -173,6 +173,17 @@ PARTIAL_FUNCTIONS = {exp.Sum: "sum", exp.Count: "count", exp.Min: "min", exp.Max
 NUMERIC_TYPES = ("tinyint", "smallint", "int", "bigint", "float", "double")
 
 
+def _transform_aggregation(outer: exp.Select, function) -> None:
+    """Applies `function` (sqlglot's transform) to the parts of the aggregation over the
+    firings that hold aggregates: SELECT list, HAVING, ORDER BY; in place."""
+    for part in ("expressions", "having", "order"):
+        value = outer.args.get(part)
+        if isinstance(value, list):
+            outer.set(part, [e.transform(function) for e in value])
+        elif value is not None:
+            outer.set(part, value.transform(function))
+
+
 def _aggregate_inputs(lowered: LoweredWindow) -> None:
     """Aggregate arguments that are expressions become helper columns of the window's input,
     so the firing partials read a column (as the batch rule, IncrementalWindowAggregate, reads
@@ -192,13 +203,7 @@ def _aggregate_inputs(lowered: LoweredWindow) -> None:
         inputs.append(node.this.copy())
         return node.__class__(this=exp.column(f"__sx_in{len(inputs) - 1}"))
 
-    outer = lowered.outer
-    for part in ("expressions", "having", "order"):
-        value = outer.args.get(part)
-        if isinstance(value, list):
-            outer.set(part, [e.transform(column_for) for e in value])
-        elif value is not None:
-            outer.set(part, value.transform(column_for))
+    _transform_aggregation(lowered.outer, column_for)
     for i, expression in enumerate(inputs):
         lowered.inner = lowered.inner.select(exp.alias_(expression, f"__sx_in{i}"), copy=False)
 
@@ -242,12 +247,7 @@ def _partial_aggregates(lowered: LoweredWindow, schema: dict[str, str]) -> list 
         merged = exp.Sum if name in ("sum", "count") else type(node)
         return merged(this=partial(name, column))
 
-    for part in ("expressions", "having", "order"):
-        value = outer.args.get(part)
-        if isinstance(value, list):
-            outer.set(part, [e.transform(merge) for e in value])
-        elif value is not None:
-            outer.set(part, value.transform(merge))
+    _transform_aggregation(outer, merge)
     if _tuple_columns_read(outer):
         return None  # something else reads the tuples (a function sqlglot does not know)
     lowered.outer = _one_row_per_firing(outer)

@@ -31,7 +31,8 @@ QUERY = ("SELECT k, WINDOW_ID() AS w, WINDOW_EVENT() AS e, ARRAY_SORT(COLLECT_LI
          "COUNT(*) AS n, SUM(v) AS total FROM {source} WINDOW {policy} "
          "OVER (PARTITION BY k{order}){tail}")
 PARTIALS = ("SELECT k, WINDOW_ID() AS w, COUNT(*) AS n, SUM(v) AS total, MIN(id) AS lo, "
-            "MAX(id) AS hi, SUM(id * 2 + 1) AS odd FROM {source} WINDOW {policy} OVER (PARTITION BY k{order}){tail}")
+            "MAX(id) AS hi, SUM(id * 2 + 1) AS odd FROM {source} WINDOW {policy} "
+            "OVER (PARTITION BY k{order}){tail}")
 _names = itertools.count()
 
 
