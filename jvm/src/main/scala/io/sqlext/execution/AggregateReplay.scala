@@ -25,6 +25,7 @@ final class AggregateReplay(
   private val evaluate = UnsafeProjection.create(aggregateInputs, layout.input)
   private val inputTypes = aggregateInputs.map(_.dataType).toArray
   private val integral = inputTypes.map(AggregateReplay.isIntegral)
+  private val anyIntegral = integral.contains(true)
   private val aggregateLayout = new AggregateLayout(kinds.map(AggregateKind(_)).toArray,
     integral)
   private val keyOf = layout.keyProjection
@@ -63,7 +64,7 @@ final class AggregateReplay(
   private def compact(row: InternalRow): CompactTuple = {
     val evaluated = evaluate(row)
     val values = new Array[Double](inputTypes.length)
-    val longs = new Array[Long](inputTypes.length)
+    val longs = if (anyIntegral) new Array[Long](inputTypes.length) else null
     val nulls = new Array[Boolean](inputTypes.length)
     var i = 0
     while (i < inputTypes.length) {

@@ -50,8 +50,10 @@ case class ArrivalSequence() extends LeafExpression with Nondeterministic with C
   override protected def evalInternal(input: InternalRow): Any = {
     val file = currentFile.eval(input).asInstanceOf[UTF8String]
     val offset = currentStart.eval(input).asInstanceOf[Long]
-    if (path == null || file != path || offset != start) {
-      path = file.clone()
+    // The holder hands out one path object per split: comparing references is enough, and
+    // spares a comparison of the path's bytes per row.
+    if (path == null || (file ne path) || offset != start) {
+      path = file
       start = offset
       row = 0L
       if (file.numBytes() == 0) { fileTime = 0L; fileHash = 0L }

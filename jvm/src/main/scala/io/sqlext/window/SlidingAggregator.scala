@@ -49,13 +49,16 @@ final class AggregateLayout(val kinds: Array[AggregateKind], val integral: Array
 
   def this(kinds: Array[AggregateKind]) = this(kinds, new Array[Boolean](kinds.length))
 
+  private val anyIntegral = integral.contains(true)
+
   def empty: Partial = {
     val acc = kinds.map {
       case AggregateKind.Min => Double.PositiveInfinity
       case AggregateKind.Max => Double.NegativeInfinity
       case _ => 0.0
     }
-    val exact = kinds.map {
+    // Firings merge partials per tuple: no long accumulators unless an input is an integer.
+    val exact = if (!anyIntegral) null else kinds.map {
       case AggregateKind.Min => Long.MaxValue
       case AggregateKind.Max => Long.MinValue
       case _ => 0L
