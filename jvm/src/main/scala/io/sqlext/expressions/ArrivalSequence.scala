@@ -30,6 +30,7 @@ case class ArrivalSequence() extends LeafExpression with Nondeterministic with C
   @transient private[this] var partition: Long = _
   @transient private[this] var path: UTF8String = _
   @transient private[this] var start: Long = _
+  @transient private[this] var block: Long = _
   @transient private[this] var fileTime: Long = _
   @transient private[this] var fileHash: Long = _
   @transient private[this] var row: Long = _
@@ -56,14 +57,15 @@ case class ArrivalSequence() extends LeafExpression with Nondeterministic with C
       path = file
       start = offset
       row = 0L
-      if (file.numBytes() == 0) { fileTime = 0L; fileHash = 0L }
+      if (file.numBytes() == 0) { fileTime = 0L; fileHash = 0L; block = partition }
       else {
-        fileTime = ArrivalSequence.modificationTime(file.toString)
-        fileHash = ArrivalSequence.pathHash(file.toString)
+        val url = file.toString
+        fileTime = ArrivalSequence.modificationTime(url)
+        fileHash = ArrivalSequence.pathHash(url)
+        block = offset
       }
     }
-    val value = new GenericInternalRow(Array[Any](fileTime, fileHash,
-      if (file.numBytes() == 0) partition else start, row))
+    val value = new GenericInternalRow(Array[Any](fileTime, fileHash, block, row))
     row += 1
     value
   }

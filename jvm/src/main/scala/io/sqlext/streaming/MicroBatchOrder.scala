@@ -2,7 +2,8 @@ package io.sqlext.streaming
 
 import io.sqlext.execution.ArrivalOrder
 import io.sqlext.window.WindowSpec
-import org.apache.spark.sql.Row
+import org.apache.spark.sql.{Encoders, Row}
+import org.apache.spark.sql.streaming.{StatefulProcessorHandle, TTLConfig, ValueState}
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -18,23 +19,29 @@ final class MicroBatchOrder(spec: WindowSpec, input: StructType, counters: Strea
   private val compare =
     if (orderIndex >= 0) ArrivalOrder.compareValues(input(orderIndex).dataType) else null
 
-  /** The state's schema for the highest ORDER BY value processed; None without ORDER BY. */
-  val highSchema: Option[StructType] =
-    Option.when(orderIndex >= 0)(new StructType().add(input(orderIndex).copy(name = "high")))
+  /** The highest ORDER BY value processed (Row(value)), in the processor's state; null
+   *  without ORDER BY. */
+  @transient private var high: ValueState[Row] = _
 
-  /** `rows` in arrival order, with the new highest ORDER BY value (Row(value)); counts the
-   *  rows below `high`, the highest of earlier micro-batches. */
-  def sorted(rows: Iterator[Row], high: Option[Row]): (Array[Row], Option[Row]) = {
+  /** Registers its state with the processor's handle (from the processor's init). */
+  def init(handle: StatefulProcessorHandle): Unit = if (orderIndex >= 0) {
+    val schema = new StructType().add(input(orderIndex).copy(name = "high"))
+    high = handle.getValueState[Row]("order_high", Encoders.row(schema), TTLConfig.NONE)
+  }
+
+  /** `rows` in arrival order; counts the rows below the highest ORDER BY value of earlier
+   *  micro-batches and keeps the new highest. */
+  def sorted(rows: Iterator[Row]): Array[Row] = {
     val batch = rows.toArray.sorted(ordering)
-    if (orderIndex < 0 || batch.isEmpty) return (batch, high)
+    if (orderIndex < 0 || batch.isEmpty) return batch
     val values = batch.iterator.map(_.get(orderIndex)).filter(_ != null).toArray
-    val before = high.map(_.get(0)).orNull
+    val before = if (high.exists()) high.get().get(0) else null
     if (before != null) {
       val late = values.count(v => compare(v, before) < 0)
       if (late > 0) counters.outOfOrder.add(late)
     }
-    val highest = (values.iterator ++ Option(before)).reduceOption((a, b) =>
-      if (compare(a, b) >= 0) a else b)
-    (batch, highest.map(Row(_)).orElse(high))
+    (values.iterator ++ Option(before)).reduceOption((a, b) => if (compare(a, b) >= 0) a else b)
+      .foreach(highest => high.update(Row(highest)))
+    batch
   }
 }

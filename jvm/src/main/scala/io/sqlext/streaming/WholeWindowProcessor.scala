@@ -17,8 +17,8 @@ import scala.collection.mutable.ArrayBuffer
  *    begins and at the end of its micro-batch);
  *  - PARTITION EVICTION COUNT(n) and TUPLES(n): victims are the least recently inserted-into
  *    partitions of the whole window (semantics.md section 5).
- * Tuples go in in arrival order ([[MicroBatchOrder]]). TIME policies tick by the wall clock, as in
- * [[WindowProcessor]].
+ * Tuples go in in arrival order ([[MicroBatchOrder]]). TIME policies tick by the wall clock,
+ * as in [[WindowProcessor]].
  *
  * State: `partitions`, one entry per partition in the window (tuples, policy state, place in
  * the recency order), read whole every micro-batch: partition eviction bounds it. `numbers`,
@@ -32,7 +32,6 @@ class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema:
   @transient private var partitions: MapState[Row, Row] = _
   @transient private var numbers: MapState[Row, Long] = _
   @transient private var tick: ValueState[Long] = _
-  @transient private var orderHigh: ValueState[Row] = _
 
   private val order = new MicroBatchOrder(spec, input, counters)
   private val markerIndex = input.fieldNames.indexOf(WindowSpec.PunctColumn)
@@ -53,8 +52,7 @@ class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema:
     numbers = getHandle.getMapState[Row, Long]("numbers", Encoders.row(partitionSchema),
       Encoders.scalaLong, TTLConfig.NONE)
     tick = getHandle.getValueState[Long]("tick", Encoders.scalaLong, TTLConfig.NONE)
-    orderHigh = order.highSchema.map(schema =>
-      getHandle.getValueState[Row]("order_high", Encoders.row(schema), TTLConfig.NONE)).orNull
+    order.init(getHandle)
   }
 
   override def handleInputRows(key: Row, rows: Iterator[Row], timers: TimerValues)
@@ -66,10 +64,7 @@ class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema:
     if (spec.timeBased) window.advanceClock(now)(emit)
     var file: Any = null
     var skipped = 0L
-    val high = Option(orderHigh).filter(_.exists()).map(_.get())
-    val (sorted, newHigh) = order.sorted(rows, high)
-    newHigh.filter(_ => orderHigh != null).foreach(orderHigh.update)
-    sorted.foreach { row =>
+    order.sorted(rows).foreach { row =>
       if (markerIndex >= 0 && row.getBoolean(markerIndex)) window.punctuate(now)(emit)
       else if (valueColumns.exists(row.isNullAt)) skipped += 1
       else {

@@ -14,9 +14,9 @@ import scala.collection.mutable.ArrayBuffer
  * One partition of a TUMBLING or SLIDING window under `transformWithState`, driving the same
  * state machines as batch (semantics.md sections 2-5). Per micro-batch the partition's saved
  * state is put back into a fresh machine, the batch's tuples go in in arrival order (ORDER BY,
- * then the source's order: [[MicroBatchOrder]]), and the state is saved again: tuples in a list state, the policy state
- * (window number, initial-full flag, trigger counter, delta reference, TIME stamps and next
- * tick) in a value state. Both live in Spark's checkpointed state store, so a restart resumes
+ * then the source's order: [[MicroBatchOrder]]), and the state is saved again: tuples in a
+ * list state, the policy state (window number, initial-full flag, trigger counter, delta
+ * reference, TIME stamps and next tick) in a value state. Both live in Spark's checkpointed state store, so a restart resumes
  * the window where it was (section 8).
  *
  * TIME policies read the wall clock: the batch's processing time, and processing-time timers at
@@ -28,7 +28,6 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
 
   @transient private var tuples: ListState[Row] = _
   @transient private var policy: ValueState[Row] = _
-  @transient private var orderHigh: ValueState[Row] = _
 
   private val order = new MicroBatchOrder(spec, input, counters)
   private val emitter = WindowProcessor.emitterFor(spec, input, metaNames)
@@ -43,8 +42,7 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
     tuples = getHandle.getListState[Row]("tuples", Encoders.row(input), TTLConfig.NONE)
     policy = getHandle.getValueState[Row]("policy", Encoders.row(WindowProcessor.PolicySchema),
       TTLConfig.NONE)
-    orderHigh = order.highSchema.map(schema =>
-      getHandle.getValueState[Row]("order_high", Encoders.row(schema), TTLConfig.NONE)).orNull
+    order.init(getHandle)
   }
 
   override def handleInputRows(key: Row, rows: Iterator[Row], timers: TimerValues)
@@ -57,10 +55,7 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
     if (spec.timeBased) window.advanceClock(now)(emit)
     var skipped = 0L
     var inserted = false
-    val high = Option(orderHigh).filter(_.exists()).map(_.get())
-    val (sorted, newHigh) = order.sorted(rows, high)
-    newHigh.filter(_ => orderHigh != null).foreach(orderHigh.update)
-    sorted.foreach { row =>
+    order.sorted(rows).foreach { row =>
       if (valueColumns.exists(row.isNullAt)) skipped += 1
       else { window.insert(key, row, now)(emit); inserted = true }
     }
