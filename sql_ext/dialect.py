@@ -90,6 +90,15 @@ class SqlExtParser(SparkParser):
         TokenType.WINDOW: lambda self: self._parse_window_modifier(),
     }
 
+    _sx_event_time = False
+
+    def _parse_window(self, this, alias=False):
+        # TIME_INTERVAL(...) ON f(ts) OVER (...): the OVER is the SPL window's, not f's.
+        if self._sx_event_time and self._curr is not None \
+                and self._curr.token_type == TokenType.OVER:
+            return this
+        return super()._parse_window(this, alias)
+
     def _parse_statement(self):
         start = self._curr
         if self._match_text_seq("CREATE", "STREAMING", "TABLE"):
@@ -146,7 +155,11 @@ class SqlExtParser(SparkParser):
             window.set("interval", self._parse_call_args(start))
             if not self._match(TokenType.ON):
                 raise error_at(self._curr or self._prev, "TIME_INTERVAL(...) needs ON <event time>")
-            window.set("on", self._parse_assignment())
+            self._sx_event_time = True  # a call before OVER is not a window function here
+            try:
+                window.set("on", self._parse_assignment())
+            finally:
+                self._sx_event_time = False
         else:
             window.set("policy", self._parse_policy(POLICIES, f"{kind} window policy"))
             if self._match(TokenType.TRIGGER):

@@ -105,15 +105,16 @@ def _helper_columns(model: WindowModel, select: exp.Select,
     helpers = [(p.copy(), f"__sx_p{i}") for i, p in enumerate(model.partition_by)]
     if model.order_by is not None:
         helpers.append((model.order_by.copy(), "__sx_order"))
-    if model.kind != "TIME_INTERVAL" or (model.watermark is not None and not streaming):
+    watermark = model.watermark
+    if model.kind != "TIME_INTERVAL" or (watermark is not None and not streaming) \
+            or (watermark is not None and watermark.name == "BY"):
         # The source's order (commit order for Delta, admission order for files), batch and
         # streaming alike: the arrival order without ORDER BY, the tie-breaker with it. Panes
-        # without a replayed watermark (and streaming panes, under one watermark per
-        # micro-batch) do not depend on it.
+        # without a replayed watermark (and streaming panes under WATERMARK DELAY, one
+        # watermark per micro-batch) do not depend on it.
         helpers.append((exp.func("sql_ext_arrival"), "__sx_seq"))
     if model.kind == "TIME_INTERVAL":
         helpers.append((model.event_time.copy(), "__sx_etime"))
-        watermark = model.watermark
         if watermark is not None and watermark.name == "BY":
             helpers.append((watermark.expressions[0].copy(), "__sx_wm"))
         return helpers

@@ -18,6 +18,7 @@ after a restart is written once.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import re
@@ -150,10 +151,6 @@ def _fault_point(batch_id: int) -> None:
 def _check_streaming(lowered: LoweredWindow, trigger: str | float) -> None:
     """Wall-clock policies need a running stream; an unbounded partition set gets a warning."""
     spec = lowered.spec
-    if spec.get("watermark") == "by":
-        raise WindowSqlError(f"{spec['policy_text']}: WATERMARK BY markers are not supported in "
-                             "streaming yet (a micro-batch has one watermark): use WATERMARK "
-                             "DELAY <duration>")
     clocked = "time" in (spec["policy"], spec.get("trigger")) \
         or spec.get("partition_eviction") == "age"
     if trigger == "available_now" and clocked:
@@ -168,9 +165,9 @@ def _check_streaming(lowered: LoweredWindow, trigger: str | float) -> None:
                     spec["policy_text"])
 
 
+# sqlglot's aggregate classes by the names PartialAggregates (JVM) decides on.
 PARTIAL_FUNCTIONS = {exp.Sum: "sum", exp.Count: "count", exp.Min: "min", exp.Max: "max",
                      exp.Avg: "avg"}
-NUMERIC_TYPES = ("tinyint", "smallint", "int", "bigint", "float", "double")
 
 
 def _transform_aggregation(outer: exp.Select, function) -> None:
@@ -208,10 +205,11 @@ def _aggregate_inputs(lowered: LoweredWindow) -> None:
         lowered.inner = lowered.inner.select(exp.alias_(expression, f"__sx_in{i}"), copy=False)
 
 
-def _partial_aggregates(lowered: LoweredWindow, schema: dict[str, str]) -> list | None:
+def _partial_aggregates(lowered: LoweredWindow, schema: dict[str, str], jvm) -> list | None:
     """Firings reduced to one row each by the window processor, when every aggregate of the
-    query is SUM, COUNT, MIN, MAX or AVG of a non-decimal number (COUNT of anything) and the
-    query has no GROUP BY of its own: the outer query then merges one partial row per firing.
+    query has partials and the query has no GROUP BY of its own: the outer query then merges
+    one partial row per firing. Which aggregates have partials is decided once, in the JVM
+    (PartialAggregates, which the batch rule uses too): here only the facts are gathered.
 
         SUM(x), AVG(x)  ->  SUM(__sx_a0), TRY_DIVIDE(SUM(__sx_a1), SUM(__sx_a2))
 
@@ -220,16 +218,25 @@ def _partial_aggregates(lowered: LoweredWindow, schema: dict[str, str]) -> list 
     outer = lowered.outer.copy()
     if any(not g.name.startswith("__sx_") for g in outer.args["group"].expressions):
         return None
+    facts = []
     for call in outer.find_all(exp.AggFunc):
         arg = call.this
-        if type(call) not in PARTIAL_FUNCTIONS or isinstance(arg, exp.Distinct):
-            return None
-        if isinstance(call, exp.Count) and isinstance(arg, exp.Star):
-            continue
-        if not isinstance(arg, exp.Column) \
-                or (arg.name.startswith("__sx_") and not arg.name.startswith("__sx_in")) \
-                or schema.get(arg.name) not in NUMERIC_TYPES:
-            return None
+        if type(call) not in PARTIAL_FUNCTIONS:
+            return None  # a function the processor has no partial for, whatever the JVM says
+        distinct = isinstance(arg, exp.Distinct)
+        helper = isinstance(arg, exp.Column) and arg.name.startswith("__sx_") \
+            and not arg.name.startswith("__sx_in")
+        if isinstance(arg, exp.Star) or distinct:
+            input_type = "*"  # COUNT(*); DISTINCT is refused whatever the type
+        elif isinstance(arg, exp.Column) and arg.name in schema and not helper:
+            input_type = schema[arg.name]
+        else:
+            return None  # reads a partition key or an expression left as is
+        facts.append({"function": PARTIAL_FUNCTIONS[type(call)], "type": input_type,
+                      "distinct": distinct, "filtered": isinstance(call.parent, exp.Filter)})
+    if not facts or jvm.io.sqlext.optimizer.PartialAggregates.kindsJson(json.dumps(facts)) \
+            is None:
+        return None
     partials: list[tuple[str, str]] = []
 
     def partial(function: str, column: str) -> exp.Expression:
@@ -305,7 +312,6 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str | exp.Select
                            trigger: str | float = "available_now") -> StreamingQuery:
     """Starts `sql` (a windowed SELECT over FROM STREAM(source)) into the Delta table `name`.
     trigger: "available_now" (process what is there, then stop) or seconds between batches."""
-    import json
 
     name = table_name(name)
     running = _running.get(table_key(name))
@@ -319,8 +325,11 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str | exp.Select
     lowered.inner.set("from_", exp.From(this=exp.to_table(source_view)))
     _aggregate_inputs(lowered)
     tuples = spark.sql(_only_read_columns(lowered).sql(dialect="spark"))
-    partials = _partial_aggregates(lowered, {f.name: f.dataType.simpleString()
-                                             for f in tuples.schema.fields})
+    # WATERMARK BY replays every tuple through one state machine, whose firings hand on tuples.
+    markers = lowered.spec.get("watermark") == "by"
+    partials = None if markers else _partial_aggregates(
+        lowered, {f.name: f.dataType.simpleString() for f in tuples.schema.fields},
+        spark.sparkContext._jvm)
     if partials:
         lowered.spec["aggregates"] = partials
     jvm = spark.sparkContext._jvm

@@ -59,6 +59,16 @@ def test_interval_defaults_and_offset_modulo():
     assert validate(select.args["sx_window"]).interval.offset == 1
 
 
+def test_event_time_call_before_over_is_not_a_window_function():
+    """ON f(ts) OVER (PARTITION BY k): the OVER belongs to the SPL window, not to f."""
+    select = sqlglot.parse_one("SELECT 1 FROM t WINDOW TIME_INTERVAL(10) ON "
+                               "TIMESTAMP_SECONDS(ts - 6) OVER (PARTITION BY k ORDER BY o)",
+                               read=SqlExt)
+    model = validate(select.args["sx_window"])
+    assert model.event_time.sql("spark") == "TIMESTAMP_SECONDS(ts - 6)"
+    assert [p.sql() for p in model.partition_by] == ["k"] and model.order_by.sql() == "o"
+
+
 def test_windowed_query_inside_cte_and_subquery():
     sql = ("WITH w AS (SELECT SUM(x) AS s FROM t WINDOW TUMBLING COUNT(2)) "
            "SELECT * FROM w WHERE s IN (SELECT SUM(y) FROM u WINDOW TUMBLING COUNT(3))")

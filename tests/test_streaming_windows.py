@@ -265,14 +265,16 @@ def test_partial_aggregates_equal_batch(spark, tmp_path_factory, window, batches
     assert _sink_rows(spark, sink, columns) == expected
 
 
-def test_which_queries_take_partial_aggregates():
+def test_which_queries_take_partial_aggregates(spark):
+    """The facts are gathered from sqlglot's tree; the decision is the JVM's, the batch rule's."""
     from sql_ext.rewrite import lower_parts, parse
     from sql_ext.streaming import _aggregate_inputs, _partial_aggregates
 
     def partials(sql, types):
         lowered = lower_parts(parse(sql)[0], streaming=True)
         _aggregate_inputs(lowered)
-        return _partial_aggregates(lowered, types), lowered.outer.sql("spark")
+        found = _partial_aggregates(lowered, types, spark.sparkContext._jvm)
+        return found, lowered.outer.sql("spark")
 
     window = "FROM STREAM(t) WINDOW SLIDING COUNT(3) TRIGGER COUNT(1) OVER (PARTITION BY k)"
     found, outer = partials(f"SELECT k, AVG(x) AS a, COUNT(*) AS c {window}", {"x": "double"})
@@ -290,6 +292,11 @@ def test_which_queries_take_partial_aggregates():
     found, outer = partials(f"SELECT k, SUM(x * 2) AS s {window}", {"__sx_in0": "int"})
     assert found == [("sum", "__sx_in0")] and "__sx_a0 AS s" in outer
     assert partials(f"SELECT k, SUM(DISTINCT x) AS s {window}", {"x": "int"})[0] is None
+    assert partials(f"SELECT k, SUM(x) FILTER (WHERE x > 1) AS s {window}",
+                    {"x": "int"})[0] is None
+    assert partials(f"SELECT k, MAX(x) AS s {window}", {"x": "string"})[0] is None
+    # COUNT of any column has partials, in batch and streaming alike.
+    assert partials(f"SELECT k, COUNT(x) AS s {window}", {"x": "string"})[0] == [("count", "x")]
     punct = "FROM STREAM(t) WINDOW TUMBLING PUNCT() OVER (PARTITION BY k)"
     assert partials(f"SELECT k, SUM(x) AS s {punct}", {"x": "int"})[0] == [("sum", "x")]
     panes = "FROM STREAM(t) WINDOW TIME_INTERVAL(10) ON ts OVER (PARTITION BY k)"

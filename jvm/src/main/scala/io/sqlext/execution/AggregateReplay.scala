@@ -1,6 +1,8 @@
 package io.sqlext.execution
 
-import io.sqlext.window.{AggregateLayout, AggregateKind, CompactTuple, Firing, SlidingWindow, StoreListener, TwoStackAggregate, WindowSpec}
+import io.sqlext.window.{AggregateLayout, AggregateKind, CompactTuple, Firing, SlidingWindow,
+  StoreListener, TwoStackAggregate, WindowSpec, Windows}
+import io.sqlext.optimizer.PartialAggregates
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.types._
@@ -24,7 +26,7 @@ final class AggregateReplay(
 
   private val evaluate = UnsafeProjection.create(aggregateInputs, layout.input)
   private val inputTypes = aggregateInputs.map(_.dataType).toArray
-  private val integral = inputTypes.map(AggregateReplay.isIntegral)
+  private val integral = inputTypes.map(PartialAggregates.isIntegral)
   private val anyIntegral = integral.contains(true)
   private val aggregateLayout = new AggregateLayout(kinds.map(AggregateKind(_)).toArray,
     integral)
@@ -81,12 +83,9 @@ final class AggregateReplay(
   }
 
   private def newWindow(firstRow: InternalRow): Window = {
-    val w = new SlidingWindow[UnsafeRow, CompactTuple](
-      layout.slidingPolicy(spec.policy, spec.count, layout.deltaThreshold, spec.seconds),
-      layout.slidingPolicy(spec.trigger, spec.triggerCount, layout.triggerThreshold,
-        spec.triggerSeconds),
-      _.evictValue, _.triggerValue, layout.keyOrdering, layout.clockStart(firstRow),
-      spec.emitIncomplete, layout.partitionEviction, spec.emitEvicted, copyOnTrigger = false)
+    val w = Windows.sliding[UnsafeRow, CompactTuple](spec,
+      layout.deltaValues[CompactTuple](_.evictValue, _.triggerValue), layout.keyOrdering,
+      layout.clockStart(firstRow), layout.partitionEviction, copyOnTrigger = false)
     w.listen(listener)
     w
   }
@@ -146,11 +145,6 @@ final class AggregateReplay(
 }
 
 object AggregateReplay {
-  def isIntegral(dataType: DataType): Boolean = dataType match {
-    case ByteType | ShortType | IntegerType | LongType => true
-    case _ => false
-  }
-
   def integer(row: InternalRow, i: Int, dataType: DataType): Long = dataType match {
     case ByteType => row.getByte(i).toLong
     case ShortType => row.getShort(i).toLong

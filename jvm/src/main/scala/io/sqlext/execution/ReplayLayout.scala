@@ -1,6 +1,6 @@
 package io.sqlext.execution
 
-import io.sqlext.window.{PaneSpec, PartitionEvictionPolicy, SlidingPolicy, WindowSpec}
+import io.sqlext.window.{DeltaValues, PaneSpec, PartitionEvictionPolicy, WindowSpec}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.expressions.codegen.{GenerateUnsafeRowJoiner, UnsafeRowJoiner}
@@ -30,24 +30,22 @@ final case class ReplayLayout(spec: WindowSpec, input: Seq[Attribute], meta: Seq
 
   private def typeAt(i: Int): DataType = if (i >= 0) input(i).dataType else NullType
 
-  /** DELTA thresholds are seconds; timestamps are compared in their microseconds. */
-  private def threshold(d: Double, dataType: DataType): Double = dataType match {
-    case TimestampType | TimestampNTZType => d * 1e6
-    case _ => d
-  }
-
   // Resolved once: these are read for every tuple.
   private val deltaType = typeAt(deltaOrdinal)
   private val triggerType = typeAt(triggerOrdinal)
   private lazy val eventType = typeAt(eventOrdinal)
   private lazy val watermarkType = typeAt(watermarkOrdinal)
 
-  val deltaThreshold: Double = threshold(spec.delta, deltaType)
-  val triggerThreshold: Double = threshold(spec.triggerDelta, triggerType)
+  private def isTimestamp(dataType: DataType): Boolean =
+    dataType == TimestampType || dataType == TimestampNTZType
 
   def deltaValue(row: InternalRow): Double = ReplayLayout.numeric(row, deltaOrdinal, deltaType)
   def triggerValue(row: InternalRow): Double =
     ReplayLayout.numeric(row, triggerOrdinal, triggerType)
+
+  /** How the window reads DELTA values from these rows ([[Windows]] builds the window). */
+  def deltaValues[T](evict: T => Double, trigger: T => Double): DeltaValues[T] =
+    DeltaValues(evict, isTimestamp(deltaType), trigger, isTimestamp(triggerType))
 
   /** Rows that cannot be windowed: a DELTA value or the replayed arrival time is NULL. */
   def notWindowable(row: InternalRow): Boolean =
@@ -65,9 +63,7 @@ final case class ReplayLayout(spec: WindowSpec, input: Seq[Attribute], meta: Seq
     if (watermarkOrdinal < 0 || row.isNullAt(watermarkOrdinal)) None
     else Some(ReplayLayout.toMicros(row, watermarkOrdinal, watermarkType))
 
-  def paneSpec: PaneSpec = PaneSpec(ReplayLayout.micros(spec.duration),
-    ReplayLayout.micros(spec.period), math.round(spec.discard * 1e6),
-    math.round(spec.offset * 1e6))
+  def paneSpec: PaneSpec = PaneSpec.of(spec)
 
   private lazy val panes = paneSpec
   private val metaNames = meta.map(_.name)
@@ -106,13 +102,6 @@ final case class ReplayLayout(spec: WindowSpec, input: Seq[Attribute], meta: Seq
 
   def partitionEviction: Option[PartitionEvictionPolicy] = spec.partitionEvictionPolicy
 
-  def slidingPolicy(name: String, count: Long, delta: Double, seconds: Double): SlidingPolicy =
-    name match {
-      case "count" => SlidingPolicy.Count(count)
-      case "delta" => SlidingPolicy.Delta(delta)
-      case "time" => SlidingPolicy.Time(ReplayLayout.micros(seconds))
-    }
-
   def arrivalValue(row: InternalRow): Any =
     if (orderOrdinal >= 0) row.get(orderOrdinal, orderType) else null
 
@@ -137,8 +126,6 @@ final case class ReplayLayout(spec: WindowSpec, input: Seq[Attribute], meta: Seq
 }
 
 object ReplayLayout {
-  def micros(seconds: Double): Long = math.round(seconds * 1e6).max(1L)
-
   /** A timestamp's microseconds, or a number of seconds in microseconds. */
   def toMicros(row: InternalRow, ordinal: Int, dataType: DataType): Long = dataType match {
     case TimestampType | TimestampNTZType => row.getLong(ordinal)

@@ -1,6 +1,6 @@
 package io.sqlext.execution
 
-import io.sqlext.window.WindowSpec
+import io.sqlext.window.{Family, Policy, WindowSpec}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
@@ -29,8 +29,10 @@ case class WindowAssignExec(
 
   /** Unpartitioned COUNT numbers its tuples in parallel ([[GlobalCountReplay]]); pane bounds
    *  of a window that straddles two tasks are not known to either, so they need one task. */
-  override protected def parallelCount: Boolean = spec.kind == "tumbling" &&
-    spec.policy == "count" && keyAttrs.isEmpty && !globalOrder &&
+  override protected def parallelCount: Boolean = (spec.family match {
+    case Family.Tumbling(Policy.Count(_)) => true
+    case _ => false
+  }) && keyAttrs.isEmpty && !globalOrder &&
     !spec.meta.exists(m => m == "pane_start" || m == "pane_end")
 
   override def outputPartitioning: Partitioning = child.outputPartitioning

@@ -106,9 +106,11 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
       case None =>
         window.insert(keyOf(row).copy(), copyOf(row), 0L)(emit)
         peak = math.max(peak, window.partitionCount)
-        if (spec.watermark == "delay") {
-          maxEventTime = math.max(maxEventTime, layout.eventTime(row))
-          window.advanceClock(maxEventTime - math.round(spec.watermarkDelay * 1e6))(emit)
+        spec.family match {
+          case Family.TimeInterval(Watermark.Delay(seconds)) =>
+            maxEventTime = math.max(maxEventTime, layout.eventTime(row))
+            window.advanceClock(maxEventTime - Micros.of(seconds))(emit)
+          case _ =>
         }
     }
 
@@ -154,22 +156,9 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
     if (spec.isPanes) {
       new TimeIntervalWindow[UnsafeRow, UnsafeRow](layout.paneSpec, r => layout.eventTime(r),
         keyOrdering)
-    } else if (spec.kind == "sliding") {
-      new SlidingWindow[UnsafeRow, UnsafeRow](
-        layout.slidingPolicy(spec.policy, spec.count, layout.deltaThreshold, spec.seconds),
-        layout.slidingPolicy(spec.trigger, spec.triggerCount, layout.triggerThreshold,
-          spec.triggerSeconds),
-        r => layout.deltaValue(r), r => layout.triggerValue(r), keyOrdering, origin,
-        spec.emitIncomplete, eviction, spec.emitEvicted)
     } else {
-      val policy = spec.policy match {
-        case "count" => TumblingPolicy.Count(spec.count)
-        case "delta" => TumblingPolicy.Delta(layout.deltaThreshold)
-        case "time" => TumblingPolicy.Time(origin, ReplayLayout.micros(spec.seconds))
-        case "punct" | "punct_expr" => TumblingPolicy.Punct
-      }
-      new TumblingWindow[UnsafeRow, UnsafeRow](
-        policy, r => layout.deltaValue(r), keyOrdering, eviction, spec.emitEvicted)
+      Windows.of[UnsafeRow, UnsafeRow](spec, layout.deltaValues[UnsafeRow](
+        r => layout.deltaValue(r), r => layout.triggerValue(r)), keyOrdering, origin, eviction)
     }
   }
 

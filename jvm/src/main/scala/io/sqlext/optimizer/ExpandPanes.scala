@@ -2,7 +2,7 @@ package io.sqlext.optimizer
 
 import io.sqlext.expressions.CountedNotNull
 import io.sqlext.plans.logical.WindowAssign
-import io.sqlext.window.WindowSpec
+import io.sqlext.window.{PaneSpec, WindowSpec}
 import org.apache.spark.SparkContext
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.plans.logical.{Expand, Filter, LogicalPlan, Project}
@@ -18,8 +18,9 @@ import org.apache.spark.sql.types._
  *   Filter(event IS NOT NULL, counted) -> Expand(ceil(D/P) copies, pane N_i = floor((t-O)/P) - i)
  *   -> Filter(start_i + D > t) -> Project(input ++ firing columns)
  *
- * Pane numbers use exact integer arithmetic on microseconds. TIMESTAMP_NTZ event times keep
- * the operator's own expansion.
+ * Pane numbers use exact integer arithmetic on microseconds: [[PaneSpec]]'s membership, as
+ * expressions (ExpandPanesSuite checks the two agree). TIMESTAMP_NTZ event times keep the
+ * operator's own expansion.
  */
 case class ExpandPanes(sparkContext: SparkContext) extends Rule[LogicalPlan] {
 
@@ -36,8 +37,6 @@ case class ExpandPanes(sparkContext: SparkContext) extends Rule[LogicalPlan] {
     case _ => false
   }
 
-  private def micros(seconds: Double): Long = math.round(seconds * 1e6)
-
   private def eventMicros(e: Attribute): Expression = e.dataType match {
     case TimestampType => UnixMicros(e)
     case ByteType | ShortType | IntegerType | LongType =>
@@ -53,16 +52,17 @@ case class ExpandPanes(sparkContext: SparkContext) extends Rule[LogicalPlan] {
 
   private def expand(w: WindowAssign, event: Attribute): LogicalPlan = {
     val spec = w.spec
-    val (period, duration, offset) =
-      (micros(spec.period), micros(spec.duration), micros(spec.offset))
+    val panes = PaneSpec.of(spec)
+    val (period, duration, offset) = (panes.period, panes.duration, panes.offset)
     val counted = Filter(CountedNotNull(event, SQLMetrics.createMetric(sparkContext,
       "rows not windowed (NULL event time)"), s"the event time of ${spec.policyText}"), w.child)
     val time = eventMicros(event)
     val shifted = Subtract(time, Literal(offset))
+    // PaneSpec.lastPane: floor((t - O) / P), exact on longs.
     val lastPane = IntegralDivide(Subtract(shifted, Pmod(shifted, Literal(period))),
       Literal(period))
     val start = AttributeReference("__sx_pane_start_us", LongType, nullable = false)()
-    val copies = ((duration + period - 1) / period).toInt
+    val copies = panes.copies
     val projections = (0 until copies).map { i =>
       val n = Subtract(lastPane, Literal(i.toLong))
       val startMicros = Add(Multiply(n, Literal(period)), Literal(offset))

@@ -1,24 +1,24 @@
 package io.sqlext.optimizer
 
 import io.sqlext.plans.logical.{WindowAggregate, WindowAssign}
+import io.sqlext.window.Family
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.expressions.aggregate._
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.types._
 
 /**
  * Copying every tuple into every firing multiplies a SLIDING window's data by window size /
  * trigger period. When a windowed query groups by the firing only (no GROUP BY of its own) and
- * every aggregate is SUM, COUNT, AVG, MIN or MAX of a non-decimal number (COUNT of anything),
- * this rule hands the aggregation to the window operator, which keeps partial aggregates and
+ * every aggregate has partials ([[PartialAggregates]], the decision streaming shares), this
+ * rule hands the aggregation to the window operator, which keeps partial aggregates and
  * emits one row per firing. Anything else keeps the general copying plan.
  */
 object IncrementalWindowAggregate extends Rule[LogicalPlan] {
 
   override def apply(plan: LogicalPlan): LogicalPlan = plan.transformUp {
     case agg @ Aggregate(grouping, aggregates, WindowInput(window, projected), _)
-        if window.spec.kind == "sliding" =>
+        if window.spec.family.isInstanceOf[Family.Sliding] =>
       rewrite(agg, grouping, aggregates, window, projected).getOrElse(agg)
   }
 
@@ -62,19 +62,16 @@ object IncrementalWindowAggregate extends Rule[LogicalPlan] {
     Some(Project(list, node))
   }
 
-  private def numeric(e: Expression): Boolean = e.dataType match {
-    case ByteType | ShortType | IntegerType | LongType | FloatType | DoubleType => true
-    case _ => false
-  }
-
-  private def kindOf(ae: AggregateExpression): Option[String] =
-    if (ae.isDistinct || ae.filter.isDefined) None
-    else ae.aggregateFunction match {
-      case Sum(child, _) if numeric(child) => Some("sum")
-      case Average(child, _) if numeric(child) => Some("avg")
-      case Min(child) if numeric(child) => Some("min")
-      case Max(child) if numeric(child) => Some("max")
-      case Count(Seq(_)) => Some("count")
-      case _ => None
+  /** Catalyst's aggregate as the facts [[PartialAggregates]] decides on. */
+  private def kindOf(ae: AggregateExpression): Option[String] = {
+    val (function, input) = ae.aggregateFunction match {
+      case Sum(child, _) => ("sum", Some(child.dataType))
+      case Average(child, _) => ("avg", Some(child.dataType))
+      case Min(child) => ("min", Some(child.dataType))
+      case Max(child) => ("max", Some(child.dataType))
+      case Count(Seq(child)) => ("count", Some(child.dataType))
+      case _ => ("", None) // no partials
     }
+    PartialAggregates.kindOf(function, input, ae.isDistinct, ae.filter.isDefined)
+  }
 }

@@ -1,5 +1,6 @@
 package io.sqlext.streaming
 
+import io.sqlext.optimizer.PartialAggregates
 import io.sqlext.window.{Firing, WindowSpec}
 import org.apache.spark.sql.Row
 import org.apache.spark.sql.types._
@@ -21,10 +22,7 @@ final class FiringPartials(spec: WindowSpec, input: StructType, keyColumns: Seq[
     case (((function, _), column), i) =>
       val dataType = function match {
         case "count" => LongType
-        case "sum" => input(column).dataType match {
-          case FloatType | DoubleType => DoubleType
-          case _ => LongType
-        }
+        case "sum" => if (isFloating(column)) DoubleType else LongType
         case _ => input(column).dataType
       }
       StructField(s"__sx_a$i", dataType, nullable = true)
@@ -96,10 +94,9 @@ final class FiringPartials(spec: WindowSpec, input: StructType, keyColumns: Seq[
         }
     }.toArray
 
-  private def isFloating(column: Int): Boolean = input(column).dataType match {
-    case FloatType | DoubleType => true
-    case _ => false
-  }
+  /** Sums of integers add exactly in longs ([[PartialAggregates]]), others in doubles. */
+  private def isFloating(column: Int): Boolean =
+    !PartialAggregates.isIntegral(input(column).dataType)
 }
 
 object FiringPartials {

@@ -1,6 +1,6 @@
 package io.sqlext.streaming
 
-import io.sqlext.window.{PaneSpec, WindowSpec}
+import io.sqlext.window.{Micros, PaneRule, PaneSpec, WindowSpec}
 import org.apache.spark.sql.{DataFrame, Encoders, Row}
 import org.apache.spark.sql.catalyst.util.DateTimeUtils
 import org.apache.spark.sql.functions.expr
@@ -26,21 +26,27 @@ final class PaneInput(
     checkpoint: String,
     hadoopConf: Broadcast[SerializableConfiguration], // the session's: tasks have no session
     counters: StreamCounters) extends Serializable {
-  private val geometry = PaneInput.geometry(spec)
+  private val geometry = PaneSpec.of(spec)
 
-  /** The tuples that are not late, event time as is (for the tuple path's expansion). */
-  def onTime(tuples: DataFrame): DataFrame = {
+  /** Each tuple that is not late once per pane containing it, pane N in __sx_fire (none in a
+   *  gap between panes, as in batch). */
+  def expanded(tuples: DataFrame): DataFrame = {
     val schema = tuples.schema
+    val output = schema.add(WindowSpec.FireColumn, LongType, nullable = false)
     val time = schema.fieldIndex(WindowSpec.EventTimeColumn)
-    val (cp, conf, counted) = (checkpoint, hadoopConf, counters)
+    val (cp, conf, counted, panes) = (checkpoint, hadoopConf, counters, geometry)
     tuples.mapPartitions { rows: Iterator[Row] =>
-      val drop = PaneInput.dropPoint(BatchWatermark.current(cp, conf.value.value))
-      rows.filter { row =>
-        if (row.isNullAt(time)) { counted.notWindowed.add(1); false }
-        else if (PaneInput.micros(row.get(time)) < drop) { counted.lateDropped.add(1); false }
-        else true
+      val w = SplWatermark(panes).of(BatchWatermark.current(cp, conf.value.value))
+      val rule = PaneRule(panes)
+      rows.flatMap { row =>
+        if (row.isNullAt(time)) { counted.notWindowed.add(1); Iterator.empty }
+        else {
+          val t = PaneInput.micros(row.get(time))
+          if (rule.isLate(t, w)) { counted.lateDropped.add(1); Iterator.empty }
+          else panes.panesOf(t).map(n => Row.fromSeq(row.toSeq :+ n))
+        }
       }
-    }(Encoders.row(schema)).toDF()
+    }(Encoders.row(output)).toDF()
   }
 
   /** Key columns, pane N (__sx_fire), then the partials of [[FiringPartials]] over the tuples of
@@ -59,14 +65,15 @@ final class PaneInput(
     val (panes, keyCount) = (geometry, keys.length)
     val time = schema.fieldIndex(PaneInput.MicrosColumn)
     narrow.mapPartitions { rows: Iterator[Row] =>
-      val drop = PaneInput.dropPoint(BatchWatermark.current(cp, conf.value.value))
+      val w = SplWatermark(panes).of(BatchWatermark.current(cp, conf.value.value))
+      val rule = PaneRule(panes)
       // Partition key -> pane N -> partials.
       val open = mutable.HashMap.empty[Any, mutable.LongMap[Array[Any]]]
       rows.foreach { row =>
         if (row.isNullAt(time)) counted.notWindowed.add(1)
         else {
           val t = row.getLong(time)
-          if (t < drop) counted.lateDropped.add(1)
+          if (rule.isLate(t, w)) counted.lateDropped.add(1)
           else {
             val key: Any = if (keyCount == 1) row.get(0)
               else Row.fromSeq(row.toSeq.take(keyCount))
@@ -89,18 +96,16 @@ final class PaneInput(
 object PaneInput {
   val MicrosColumn = "__sx_emicros"
 
-  def geometry(spec: WindowSpec): PaneSpec = PaneSpec(math.round(spec.duration * 1e6),
-    math.round(spec.period * 1e6), math.round(spec.discard * 1e6), math.round(spec.offset * 1e6))
-
-  /** SPL's drop point W - A (µs) under Spark's watermark: Spark's runs 1 ms below it
-   *  (architecture.md section 3). Before the first watermark (0) SPL's W is -inf: none. */
-  def dropPoint(sparkWatermarkMs: Long): Long =
-    if (sparkWatermarkMs <= 0) Long.MinValue
-    else (sparkWatermarkMs + PaneProcessor.BoundaryMs) * 1000L
-
+  /** An event time or watermark in µs: timestamps as they are, numbers as seconds (as batch
+   *  replay reads them). */
   def micros(time: Any): Long = time match {
     case t: java.sql.Timestamp => DateTimeUtils.fromJavaTimestamp(t)
     case t: java.time.Instant => DateTimeUtils.instantToMicros(t)
+    case t: java.time.LocalDateTime => DateTimeUtils.localDateTimeToMicros(t)
+    case n @ (_: java.lang.Long | _: java.lang.Integer | _: java.lang.Short | _: java.lang.Byte) =>
+      n.asInstanceOf[Number].longValue() * 1000000L
+    case n: Number => Micros.of(n.doubleValue())
+    case other => throw new IllegalArgumentException(s"an event time or watermark of $other")
   }
 }
 

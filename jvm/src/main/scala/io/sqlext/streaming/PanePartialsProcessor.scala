@@ -1,6 +1,6 @@
 package io.sqlext.streaming
 
-import io.sqlext.window.WindowSpec
+import io.sqlext.window.{PaneRule, PaneSpec, PaneState, WindowSpec}
 import org.apache.spark.sql.{Encoders, Row}
 import org.apache.spark.sql.streaming._
 import org.apache.spark.sql.types._
@@ -16,13 +16,12 @@ import scala.collection.mutable.ArrayBuffer
  * partials, merged here into the pane's. A firing leaves as one row: key, pane N, firing
  * columns, partials (over all the pane's tuples, late ones included).
  *
- * State: a map from pane N to (complete, fresh, firings, partials...), and per key the last
- * watermark its panes saw and its one wake-up timer. Every call first lets all panes of the
- * key see the batch's watermark once (complete, fire if updated, close: a closed pane leaves
- * the map), then adds the batch's tuples, then sets the timer at the earliest watermark at
- * which a pane changes (its completion, its closing, or the next advance after a late tuple).
- * Acting on all panes at once is what per-pane timers would do: a pane changes only when the
- * watermark reaches one of those times.
+ * State: a map from pane N to its [[PaneState]] and partials, and per key the last watermark
+ * its panes saw and its one wake-up timer. Every call first lets all panes of the key take
+ * [[PaneRule]]'s step under the batch's watermark once (complete, fire if updated, close: a
+ * closed pane leaves the map), then adds the batch's tuples, then sets the timer at the
+ * earliest of the panes' next changes ([[PaneRule.nextChange]]). Acting on all panes at once is
+ * what per-pane timers would do: a pane changes only when the watermark reaches one of those.
  */
 class PanePartialsProcessor(
     spec: WindowSpec,
@@ -34,7 +33,9 @@ class PanePartialsProcessor(
   @transient private var clock: ValueState[Row] = _
 
   private val partials = new FiringPartials(spec, tuples, Nil)
-  private val geometry = PaneInput.geometry(spec)
+  private val geometry = PaneSpec.of(spec)
+  private val rule = PaneRule(geometry)
+  private val watermark = SplWatermark(geometry)
   /** An unpartitioned window's grouping key is a constant, not a column of the output. */
   private val keyColumns = spec.partitionColumns.length
   private val paneIndex = keyColumns // input rows: key columns, N, partials ([[PaneInput]])
@@ -57,12 +58,12 @@ class PanePartialsProcessor(
       val n = row.getLong(paneIndex)
       // A new pane acts from the next watermark on (its creation is under this one).
       val pane = touched.getOrElseUpdate(n, open.get(n).map(_.toSeq.toArray)
-        .getOrElse(Array[Any](false, false, 0L) ++ partials.empty))
+        .getOrElse(PanePartialsProcessor.flagValues(PaneState.Created) ++ partials.empty))
       partials.merge(pane, Flags, row, paneIndex + 1)
     }
-    val current = touched.foldLeft(open) { case (all, (n, pane)) =>
-      pane(1) = true
-      val row = Row.fromSeq(pane.toSeq)
+    val current = touched.foldLeft(open) { case (all, (n, values)) =>
+      val state = PanePartialsProcessor.stateOf(Row.fromSeq(values.toSeq)).added
+      val row = Row.fromSeq((PanePartialsProcessor.flagValues(state) ++ values.drop(Flags)).toSeq)
       panes.updateValue(n, row)
       all.updated(n, row)
     }
@@ -79,32 +80,31 @@ class PanePartialsProcessor(
     out.iterator
   }
 
-  /** One watermark, once: each pane completes, fires if updated, closes. The panes still open
-   *  afterwards, and the wake-up timer set. */
+  /** One watermark, once: each pane takes the rule's step. The panes still open afterwards,
+   *  and the wake-up timer set. */
   private def advanceAll(key: Row, watermarkMs: Long, out: ArrayBuffer[Row])
       : (Map[Long, Row], Long) = {
     val saved = if (clock.exists()) Some(clock.get()) else None
     val all = panes.iterator().toMap
     val wake = saved.map(_.getLong(1)).getOrElse(-1L)
     if (saved.exists(_.getLong(0) >= watermarkMs)) return (all, wake)
-    val w = PaneProcessor.splWatermark(geometry, watermarkMs)
+    val w = watermark.of(watermarkMs)
     val open = all.flatMap { case (n, pane) =>
-      val complete = pane.getBoolean(0) || w >= geometry.end(n)
-      val fire = complete && pane.getBoolean(1)
-      val firings = pane.getLong(2)
-      if (fire) {
-        out += Row.fromSeq(key.toSeq.take(keyColumns) ++ (n +: metaValues(n, firings)) ++
+      val before = PanePartialsProcessor.stateOf(pane)
+      val step = rule.advance(n, before, w)
+      step.fired.foreach { index =>
+        out += Row.fromSeq(key.toSeq.take(keyColumns) ++ (n +: metaValues(n, index)) ++
           pane.toSeq.drop(Flags))
       }
-      if (complete && w - geometry.discard >= geometry.end(n)) {
-        panes.removeKey(n)
-        None
-      } else if (fire || complete != pane.getBoolean(0)) {
-        val updated = Row.fromSeq(Seq(complete, pane.getBoolean(1) && !fire,
-          if (fire) firings + 1 else firings) ++ pane.toSeq.drop(Flags))
-        panes.updateValue(n, updated)
-        Some(n -> updated)
-      } else Some(n -> pane)
+      step.next match {
+        case None => panes.removeKey(n); None
+        case Some(after) if after == before => Some(n -> pane)
+        case Some(after) =>
+          val updated = Row.fromSeq(PanePartialsProcessor.flagValues(after).toSeq ++
+            pane.toSeq.drop(Flags))
+          panes.updateValue(n, updated)
+          Some(n -> updated)
+      }
     }
     clock.update(Row(watermarkMs, wake))
     (open, wake)
@@ -113,12 +113,9 @@ class PanePartialsProcessor(
   /** The one timer of the key at the earliest (Spark) watermark at which a pane changes;
    *  none, and no state, once every pane closed. */
   private def schedule(open: Map[Long, Row], watermarkMs: Long, wake: Long): Unit = {
-    def at(splMicros: Long): Long = PaneProcessor.timerAt(geometry, splMicros, watermarkMs)
+    val w = watermark.of(watermarkMs)
     val next = if (open.isEmpty) -1L else open.iterator.map { case (n, pane) =>
-      val closing = at(geometry.end(n) + geometry.discard)
-      if (!pane.getBoolean(0)) math.min(at(geometry.end(n)), closing)
-      else if (pane.getBoolean(1)) watermarkMs + 1 // a late tuple: the next advance re-fires
-      else closing
+      watermark.timerAt(rule.nextChange(n, PanePartialsProcessor.stateOf(pane), w), watermarkMs)
     }.min
     if (next != wake) {
       if (wake >= 0) getHandle.deleteTimer(wake)
@@ -132,6 +129,9 @@ class PanePartialsProcessor(
 }
 
 object PanePartialsProcessor {
+  def stateOf(pane: Row): PaneState = PaneProcessor.stateOf(pane)
+  def flagValues(pane: PaneState): Array[Any] = Array(pane.complete, pane.fresh, pane.firings)
+
   def stateSchema(partials: Seq[StructField]): StructType = StructType(new StructType()
     .add("complete", BooleanType, nullable = false)
     .add("fresh", BooleanType, nullable = false) // tuples arrived since the last firing

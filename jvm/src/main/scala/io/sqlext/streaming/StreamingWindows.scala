@@ -1,9 +1,9 @@
 package io.sqlext.streaming
 
 import io.sqlext.SqlExtErrors
-import io.sqlext.window.WindowSpec
+import io.sqlext.window.{Family, Watermark, WindowSpec}
 import org.apache.spark.sql.{DataFrame, Encoders, KeyValueGroupedDataset, Row}
-import org.apache.spark.sql.functions.{array, explode, expr, lit}
+import org.apache.spark.sql.functions.lit
 import org.apache.spark.sql.streaming.{OutputMode, TimeMode}
 import org.apache.spark.sql.types._
 import org.apache.spark.util.SerializableConfiguration
@@ -45,10 +45,8 @@ object StreamingWindows {
     // Processing-time mode makes Spark run a batch on every trigger, data or not: only TIME
     // policies and AGE eviction, which need its timers, pay for it.
     val timeMode = if (spec.usesClock) TimeMode.ProcessingTime() else TimeMode.None()
-    val acrossPartitions = spec.policy == "punct_expr" || spec.isFilePunct ||
-      Seq("count", "tuples").contains(spec.partitionEviction)
     val tuples = if (spec.usesClock) withHeartbeat(input) else input
-    if (acrossPartitions) {
+    if (spec.actsAcrossPartitions) {
       grouped(tuples, Nil)
         .transformWithState(new WholeWindowProcessor(spec, schema, keySchema, metaNames,
           counters),
@@ -68,10 +66,10 @@ object StreamingWindows {
       case other => throw SqlExtErrors.analysis(s"${spec.policyText}: a streaming " +
         s"TIME_INTERVAL needs a TIMESTAMP event time (ON ...), got ${other.map(_.simpleString)}")
     }
+    if (spec.family == Family.TimeInterval(Watermark.ByMarkers)) return markerPanes(input, spec, checkpoint)
     // Spark's watermark is the SPL watermark minus the discard age, less 1 ms (architecture.md
     // section 3); late tuples are dropped by PaneInput under the batch's own watermark.
-    val delayMs = math.round((spec.watermarkDelay + spec.discard) * 1000) +
-      PaneProcessor.BoundaryMs
+    val delayMs = SplWatermark.delayMs(spec.watermarkDelay, spec.discard)
     val session = input.sparkSession
     val watermarked = input.withWatermark(WindowSpec.EventTimeColumn, s"$delayMs milliseconds")
     val java8Time = session.conf.get("spark.sql.datetime.java8API.enabled") == "true"
@@ -93,7 +91,7 @@ object StreamingWindows {
           java8Time), TimeMode.EventTime(), OutputMode.Append())(Encoders.row(output))
         .toDF()
     } else {
-      val panes = expandToPanes(paneInput.onTime(watermarked), spec)
+      val panes = paneInput.expanded(watermarked)
       val schema = panes.schema
       val output = metaNames.foldLeft(schema) { (s, name) =>
         s.add(name, metaType(name, schema), nullable = true)
@@ -103,6 +101,22 @@ object StreamingWindows {
           TimeMode.EventTime(), OutputMode.Append())(Encoders.row(output))
         .toDF()
     }
+  }
+
+  /** WATERMARK BY: markers act across partitions and between tuples, so one state machine
+   *  replays each micro-batch in arrival order ([[MarkerPaneProcessor]]). */
+  private def markerPanes(input: DataFrame, spec: WindowSpec, checkpoint: String)
+      : DataFrame = {
+    val session = input.sparkSession
+    val java8Time = session.conf.get("spark.sql.datetime.java8API.enabled") == "true"
+    val metaNames = WindowSpec.FireColumn +: spec.meta.distinct.map(WindowSpec.MetaColumns)
+    val output = StructType(input.schema.fields ++ metaNames.map(name =>
+      StructField(name, metaType(name, input.schema), nullable = true)))
+    val counters = StreamProgress.counters(session, checkpoint)
+    grouped(input, Nil)
+      .transformWithState(new MarkerPaneProcessor(spec, input.schema, metaNames, java8Time,
+        counters), TimeMode.None(), OutputMode.Append())(Encoders.row(output))
+      .toDF()
   }
 
   /**
@@ -125,21 +139,6 @@ object StreamingWindows {
     if (columns.isEmpty) input.groupByKey((_: Row) => Row(0))(Encoders.row(WholeWindowKey))
     else input.groupBy(columns.map(c => input.col(s"`$c`")): _*).as[Row, Row](
       Encoders.row(StructType(columns.map(c => input.schema(c)))), Encoders.row(input.schema))
-
-  /** Each tuple once per pane containing it, N in __sx_fire: exact integer arithmetic on
-   *  microseconds, as the batch expansion (ExpandPanes) does. */
-  private def expandToPanes(input: DataFrame, spec: WindowSpec): DataFrame = {
-    def micros(seconds: Double): Long = math.round(seconds * 1e6)
-    val (duration, period, offset) =
-      (micros(spec.duration), micros(spec.period), micros(spec.offset))
-    val time = s"unix_micros(`${WindowSpec.EventTimeColumn}`)"
-    val last = s"(($time - $offset) - pmod($time - $offset, $period)) div $period"
-    val copies = ((duration + period - 1) / period).toInt
-    input
-      .withColumn(WindowSpec.FireColumn, explode(array((0 until copies).map(i =>
-        expr(s"$last - $i")): _*)))
-      .where(expr(s"`${WindowSpec.FireColumn}` * $period + $offset + $duration > $time"))
-  }
 
   /** Pane bounds are timestamps; a tumbling or sliding window's are arrival (ORDER BY) values. */
   private def metaType(name: String, input: StructType): DataType = name match {

@@ -38,7 +38,7 @@ class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema:
   private val fileIndex = input.fieldNames.indexOf(WindowSpec.FileColumn)
   private val valueColumns = Seq(WindowSpec.DeltaColumn, WindowSpec.TriggerDeltaColumn)
     .map(c => input.fieldNames.indexOf(c)).filter(_ >= 0)
-  private val tickPeriod = WindowProcessor.tickPeriod(spec)
+  private val tickPeriod = spec.tickPeriod
   private val emitter = WindowProcessor.emitterFor(spec, input, metaNames)
   /** Unpartitioned: the one partition's key is the constant grouping key. */
   private val keyIndexes = partitionSchema.fieldNames.filter(input.fieldNames.contains)

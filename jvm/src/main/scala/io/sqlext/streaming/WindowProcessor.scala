@@ -33,7 +33,7 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
   private val emitter = WindowProcessor.emitterFor(spec, input, metaNames)
   private val valueColumns = Seq(WindowSpec.DeltaColumn, WindowSpec.TriggerDeltaColumn)
     .map(c => input.fieldNames.indexOf(c)).filter(_ >= 0)
-  private val tickPeriod: Long = WindowProcessor.tickPeriod(spec)
+  private val tickPeriod: Long = spec.tickPeriod
   /** PARTITION EVICTION AGE(s): a partition not inserted into for more than s seconds goes,
    *  in the batch engine's whole seconds (the rule's one home, [[WindowSpec]]). */
   private val ageLimitMs: Long = WindowProcessor.ageMs(spec)
@@ -157,48 +157,24 @@ object WindowProcessor {
     Option.when(skipped > 0)(s"sql_ext window ${spec.policyText}: $skipped rows were not " +
       "windowed because their DELTA value is NULL")
 
-  /** The TIME policy's tick period (microseconds), 0 without one. */
-  def tickPeriod(spec: WindowSpec): Long = spec.policy match {
-    case "time" => ReplayLayout.micros(spec.seconds)
-    case _ if spec.trigger == "time" => ReplayLayout.micros(spec.triggerSeconds)
-    case _ => 0L
-  }
-
   /** The tick before the next one: from the saved next tick, else (a new window) the last
    *  multiple of the period at or before now. */
   def tickOrigin(period: Long, savedNextTick: Option[Long], now: Long): Long =
     if (period == 0) 0L
     else savedNextTick.map(_ - period).getOrElse(Math.floorDiv(now, period) * period)
 
-  /** The batch engine's state machine for the spec's policy, over Rows of `input`. */
+  /** The batch engine's state machine for the spec's policy ([[Windows]]), over Rows of
+   *  `input`. */
   def newWindow(spec: WindowSpec, input: StructType, origin: Long,
       eviction: Option[PartitionEvictionPolicy]): CheckpointedWindow[Row, Row] = {
+    def isTimestamp(column: String) = input.find(_.name == column).map(_.dataType)
+      .exists(t => t == TimestampType || t == TimestampNTZType)
+    val values = DeltaValues(reader(input, WindowSpec.DeltaColumn),
+      isTimestamp(WindowSpec.DeltaColumn), reader(input, WindowSpec.TriggerDeltaColumn),
+      isTimestamp(WindowSpec.TriggerDeltaColumn))
     // Orders the partitions one event fires (punctuations, ticks, evictions): the output is
     // a set of rows, so any fixed order does.
-    val order = Ordering.by[Row, String](_.toString)
-    val deltaValue = reader(input, WindowSpec.DeltaColumn)
-    val deltaThreshold = threshold(spec.delta, input, WindowSpec.DeltaColumn)
-    if (spec.kind == "sliding") {
-      def sliding(name: String, count: Long, delta: Double, seconds: Double) = name match {
-        case "count" => SlidingPolicy.Count(count)
-        case "delta" => SlidingPolicy.Delta(delta)
-        case "time" => SlidingPolicy.Time(ReplayLayout.micros(seconds))
-      }
-      new SlidingWindow[Row, Row](
-        sliding(spec.policy, spec.count, deltaThreshold, spec.seconds),
-        sliding(spec.trigger, spec.triggerCount,
-          threshold(spec.triggerDelta, input, WindowSpec.TriggerDeltaColumn), spec.triggerSeconds),
-        deltaValue, reader(input, WindowSpec.TriggerDeltaColumn), order, origin,
-        spec.emitIncomplete, eviction, spec.emitEvicted)
-    } else {
-      val tumbling = spec.policy match {
-        case "count" => TumblingPolicy.Count(spec.count)
-        case "delta" => TumblingPolicy.Delta(deltaThreshold)
-        case "time" => TumblingPolicy.Time(origin, tickPeriod(spec))
-        case "punct" | "punct_expr" => TumblingPolicy.Punct
-      }
-      new TumblingWindow[Row, Row](tumbling, deltaValue, order, eviction, spec.emitEvicted)
-    }
+    Windows.of[Row, Row](spec, values, Ordering.by[Row, String](_.toString), origin, eviction)
   }
 
   def metaValues(f: Firing[Row, Row], metaNames: Seq[String], orderIndex: Int): Seq[Any] =
@@ -231,12 +207,5 @@ object WindowProcessor {
         case t: java.time.LocalDateTime => DateTimeUtils.localDateTimeToMicros(t).toDouble
         case other => throw new IllegalArgumentException(s"DELTA over $other")
       }
-    }
-
-  /** DELTA thresholds are seconds; timestamps compare in microseconds. */
-  def threshold(d: Double, input: StructType, column: String): Double =
-    input.find(_.name == column).map(_.dataType) match {
-      case Some(TimestampType | TimestampNTZType) => d * 1e6
-      case _ => d
     }
 }

@@ -61,7 +61,3 @@ final class PartitionRecency[K](policy: PartitionEvictionPolicy) {
     case _ => Nil
   }
 }
-
-object PartitionRecency {
-  def secondOf(clockMicros: Long): Long = Math.floorDiv(clockMicros, 1000000L)
-}

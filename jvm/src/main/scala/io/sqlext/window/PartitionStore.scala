@@ -52,7 +52,7 @@ final class PartitionStore[K, T](
     if (listener.isDefined) listener.get.appended(key, tuple)
     if (recency.isEmpty) return buffer.length
     val r = recency.get
-    r.touched(key, PartitionRecency.secondOf(clock))
+    r.touched(key, Micros.secondOf(clock))
     evict(r.overLimit(partitions.size, total, size), emit)
     if (lastBuffer eq buffer) buffer.length else size(key)
   }
@@ -78,7 +78,7 @@ final class PartitionStore[K, T](
 
   /** The age check, before a tuple, a punctuation or a tick at `clock`. */
   def checkAge(clock: Long, emit: Firing[K, T] => Unit): Unit =
-    if (recency.isDefined) evict(recency.get.aged(PartitionRecency.secondOf(clock)), emit)
+    if (recency.isDefined) evict(recency.get.aged(Micros.secondOf(clock)), emit)
 
   /** Fires the partition's content (a copy for sliding triggers, the buffer when it goes). */
   def fire(key: K, event: String, emit: Firing[K, T] => Unit, keep: Boolean): Unit = {

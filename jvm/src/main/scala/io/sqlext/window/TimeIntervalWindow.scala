@@ -3,43 +3,25 @@ package io.sqlext.window
 import scala.collection.mutable
 
 /**
- * Pane geometry of TIME_INTERVAL(duration, period, discard, offset), all in one integral time
- * unit (microseconds): panes [N*period + offset, N*period + offset + duration).
- */
-final case class PaneSpec(duration: Long, period: Long, discard: Long, offset: Long) {
-  require(duration > 0 && period > 0 && discard >= 0, s"invalid panes $this")
-
-  def start(n: Long): Long = n * period + offset
-  def end(n: Long): Long = start(n) + duration
-
-  /** N of every pane containing `time` (none when it falls in a gap, period > duration). */
-  def panesOf(time: Long): Iterator[Long] = {
-    val last = Math.floorDiv(time - offset, period)
-    val first = Math.floorDiv(time - offset - duration, period) + 1
-    Iterator.range(0, (last - first + 1).toInt).map(first + _)
-  }
-}
-
-/**
- * The event-time window of semantics.md section 6: panes are created lazily by their first
- * tuple, complete when the watermark reaches their end, trigger each partition updated since its
- * last trigger (first ON_TIME, then LATE re-firings with indexes 1, 2, ...), and close at end +
- * discard age. Tuples older than watermark - discard age are dropped and counted. Watermarks
- * arrive through `advanceClock` and only ever move forward.
+ * The event-time window of semantics.md section 6 in batch replay: panes are created lazily by
+ * their first tuple and each partition of a pane follows [[PaneRule]] (complete at W >= end,
+ * fire when updated, first ON_TIME, then LATE with indexes 1, 2, ...; close at end + discard).
+ * Tuples the rule calls late are dropped and counted. Watermarks arrive through `advanceClock`
+ * and only ever move forward.
  */
 final class TimeIntervalWindow[K, T](
     panes: PaneSpec,
     eventTimeOf: T => Long,
     keyOrder: Ordering[K]) extends ReplayableWindow[K, T] {
 
-  private final class Pane {
-    var complete = false
-    val partitions = mutable.HashMap.empty[K, mutable.ArrayBuffer[T]]
-    val fresh = mutable.HashSet.empty[K]
-    val firings = mutable.HashMap.empty[K, Long]
+  private val rule = PaneRule(panes)
+
+  /** One partition of one pane: its tuples and its place in the rule. */
+  private final class Part(var state: PaneState) {
+    val tuples = mutable.ArrayBuffer.empty[T]
   }
 
-  private val open = mutable.TreeMap.empty[Long, Pane]
+  private val open = mutable.TreeMap.empty[Long, mutable.HashMap[K, Part]]
   private var watermark = Long.MinValue
   private var late = 0L
 
@@ -49,39 +31,62 @@ final class TimeIntervalWindow[K, T](
   /** Tuples dropped because they were older than watermark - discard age. */
   def droppedLate: Long = late
 
-  override def partitionCount: Int = open.valuesIterator.map(_.partitions.size).sum
+  override def partitionCount: Int = open.valuesIterator.map(_.size).sum
   override def evictedTuples: Long = 0L
 
   override def insert(key: K, tuple: T, clock: Long)(emit: Firing[K, T] => Unit): Unit = {
     val time = eventTimeOf(tuple)
-    if (watermark != Long.MinValue && time < watermark - panes.discard) { late += 1; return }
+    if (rule.isLate(time, watermark)) { late += 1; return }
     panes.panesOf(time).foreach { n =>
-      val pane = open.getOrElseUpdate(n, new Pane)
-      pane.partitions.getOrElseUpdate(key, mutable.ArrayBuffer.empty[T]) += tuple
-      pane.fresh += key
+      val parts = open.getOrElseUpdate(n, mutable.HashMap.empty[K, Part])
+      parts.get(key) match {
+        case Some(part) => part.state = part.state.added; part.tuples += tuple
+        case None => parts(key) = new Part(PaneState.Created); parts(key).tuples += tuple
+      }
     }
   }
 
   override def punctuate(clock: Long)(emit: Firing[K, T] => Unit): Unit = ()
 
-  /** A watermark: ignored unless it advances; then complete, trigger and close panes. */
+  /** A watermark: ignored unless it advances; then every open pane takes one step. */
   override def advanceClock(now: Long)(emit: Firing[K, T] => Unit): Unit = if (now > watermark) {
     watermark = now
     val closed = mutable.ArrayBuffer.empty[Long]
-    open.foreach { case (n, pane) =>
-      if (!pane.complete && now >= panes.end(n)) pane.complete = true
-      if (pane.complete && pane.fresh.nonEmpty) {
-        pane.fresh.toSeq.sorted(keyOrder).foreach { key =>
-          val index = pane.firings.getOrElse(key, 0L)
-          pane.firings(key) = index + 1
-          emit(Firing(key, n, pane.partitions(key).toIndexedSeq, Firing.Trigger, index))
-        }
-        pane.fresh.clear()
+    open.foreach { case (n, parts) =>
+      val fired = mutable.ArrayBuffer.empty[(K, Long, IndexedSeq[T])]
+      parts.filterInPlace { (key, part) =>
+        val step = rule.advance(n, part.state, now)
+        step.fired.foreach(index => fired += ((key, index, part.tuples.toIndexedSeq)))
+        step.next.foreach(part.state = _)
+        step.next.isDefined
       }
-      if (pane.complete && now - panes.discard >= panes.end(n)) closed += n
+      // Partitions of a pane fire in key order: the replay's output order is deterministic.
+      fired.sortBy(_._1)(keyOrder).foreach { case (key, index, tuples) =>
+        emit(Firing(key, n, tuples, Firing.Trigger, index))
+      }
+      if (parts.isEmpty) closed += n
     }
     closed.foreach(open.remove)
   }
 
   override def discard(key: K): Unit = ()
+
+  /** Streaming: every open partition of every pane, to keep between micro-batches. */
+  def openParts: Iterator[(Long, K, PaneState, IndexedSeq[T])] = open.iterator.flatMap {
+    case (n, parts) => parts.iterator.map { case (key, part) =>
+      (n, key, part.state, part.tuples.toIndexedSeq)
+    }
+  }
+
+  /** Streaming: puts back a partition `openParts` gave, and the watermark and late count. */
+  def restore(n: Long, key: K, state: PaneState, tuples: Iterable[T]): Unit = {
+    val part = new Part(state)
+    part.tuples ++= tuples
+    open.getOrElseUpdate(n, mutable.HashMap.empty[K, Part])(key) = part
+  }
+
+  def restoreClock(savedWatermark: Long, savedLate: Long): Unit = {
+    watermark = savedWatermark
+    late = savedLate
+  }
 }

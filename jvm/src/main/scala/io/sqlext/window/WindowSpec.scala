@@ -39,31 +39,55 @@ final case class WindowSpec(
     watermarkDelay: Double = 0.0,
     aggregates: Seq[(String, String)] = Nil) {
 
-  @transient lazy val isPanes: Boolean = kind == "time_interval"
+  /** The window as typed values ([[Family]]); `fromJson` parses it, so an unknown name
+   *  fails there. */
+  @transient lazy val family: Family = Family.parse(this)
 
-  /** TIME policies replay a clock; ticks and timers need the whole input's time span. */
-  @transient lazy val timeBased: Boolean = policy == "time" || trigger == "time"
-
-  /** PUNCT(expr) markers, partition eviction and watermarks act across partitions: one
-   *  window replays all tuples in one global arrival order. */
-  @transient lazy val replaysGlobally: Boolean =
-    policy == "punct_expr" || partitionEviction.nonEmpty || isPanes
-  @transient lazy val isFilePunct: Boolean = policy == "punct"
-
-  /** TIME_INTERVAL without a watermark: all input is present, a pure row-to-panes expansion. */
-  def isPaneExpansion: Boolean = isPanes && watermark.isEmpty
-
-  def partitionEvictionPolicy: Option[PartitionEvictionPolicy] = partitionEviction match {
-    // Whole seconds, as the reference's recency list keeps them.
-    case "age" => Some(PartitionEvictionPolicy.Age(partitionEvictionValue.toLong))
-    case "count" => Some(PartitionEvictionPolicy.Count(partitionEvictionValue.toLong))
-    case "tuples" => Some(PartitionEvictionPolicy.Tuples(partitionEvictionValue.toLong))
-    case _ => None
+  /** TUMBLING's policy, SLIDING's eviction and trigger; none for TIME_INTERVAL. */
+  @transient lazy val policies: Seq[Policy] = family match {
+    case Family.Tumbling(policy) => Seq(policy)
+    case Family.Sliding(eviction, trigger) => Seq(eviction, trigger)
+    case Family.TimeInterval(_) => Nil
   }
 
+  @transient lazy val isPanes: Boolean = family.isInstanceOf[Family.TimeInterval]
+
+  /** TIME policies replay a clock; ticks and timers need the whole input's time span. */
+  @transient lazy val timeBased: Boolean = policies.exists(_.isInstanceOf[Policy.Time])
+
+  /** The TIME policy's tick period (µs), 0 without one. */
+  @transient lazy val tickPeriod: Long =
+    policies.collectFirst { case Policy.Time(seconds) => Micros.period(seconds) }.getOrElse(0L)
+
+  @transient lazy val isFilePunct: Boolean = policies.contains(Policy.FilePunct)
+
+  /** PUNCT markers, partition eviction and watermarks act across partitions: in batch one
+   *  window replays all tuples in one global arrival order. */
+  @transient lazy val replaysGlobally: Boolean =
+    policies.contains(Policy.MarkerPunct) || partitionEvictionPolicy.nonEmpty || isPanes
+
+  /** Streaming runs one state machine for the whole window when its events act across
+   *  partitions: punctuations, and PARTITION EVICTION COUNT and TUPLES (AGE is per partition). */
+  @transient lazy val actsAcrossPartitions: Boolean =
+    policies.exists(p => p == Policy.FilePunct || p == Policy.MarkerPunct) ||
+      partitionEvictionPolicy.exists(!_.isInstanceOf[PartitionEvictionPolicy.Age])
+
+  /** TIME_INTERVAL without a watermark: all input is present, a pure row-to-panes expansion. */
+  def isPaneExpansion: Boolean = family == Family.TimeInterval(Watermark.AllInput)
+
+  @transient lazy val partitionEvictionPolicy: Option[PartitionEvictionPolicy] =
+    partitionEviction match {
+      case "" => None
+      // Whole seconds, as the reference's recency list keeps them.
+      case "age" => Some(PartitionEvictionPolicy.Age(partitionEvictionValue.toLong))
+      case "count" => Some(PartitionEvictionPolicy.Count(partitionEvictionValue.toLong))
+      case "tuples" => Some(PartitionEvictionPolicy.Tuples(partitionEvictionValue.toLong))
+      case other => throw WindowSpec.unknown("partition_eviction", other)
+    }
+
   /** TIME policies and AGE eviction read the replayed clock (the ORDER BY timestamp). */
-  @transient lazy val usesClock: Boolean =
-    policy == "time" || trigger == "time" || partitionEviction == "age"
+  @transient lazy val usesClock: Boolean = timeBased ||
+    partitionEvictionPolicy.exists(_.isInstanceOf[PartitionEvictionPolicy.Age])
 }
 
 object WindowSpec {
@@ -95,6 +119,10 @@ object WindowSpec {
     "emit_incomplete", "emit_evicted", "duration", "period", "discard", "offset", "watermark",
     "watermark_delay", "aggregates")
 
+  def unknown(field: String, value: String): IllegalArgumentException =
+    new IllegalArgumentException(s"sql_ext window spec: unknown $field '$value' " +
+      "(mismatched versions of the rewriter and the JVM extension?)")
+
   def fromJson(text: String): WindowSpec = {
     implicit val formats: Formats = DefaultFormats
     val json = JsonMethods.parse(text)
@@ -105,9 +133,9 @@ object WindowSpec {
     }
     require(unknown.isEmpty, s"sql_ext window spec: fields ${unknown.mkString(", ")} are " +
       "written by the rewriter but not read by the JVM extension (mismatched versions?)")
-    WindowSpec(
+    val spec = WindowSpec(
       kind = (json \ "kind").extract[String],
-      policy = (json \ "policy").extract[String],
+      policy = (json \ "policy").extractOrElse[String](""),
       count = (json \ "count").extractOrElse[Long](0L),
       delta = (json \ "delta").extractOrElse[Double](0.0),
       seconds = (json \ "seconds").extractOrElse[Double](0.0),
@@ -131,5 +159,8 @@ object WindowSpec {
       watermarkDelay = (json \ "watermark_delay").extractOrElse[Double](0.0),
       aggregates = (json \ "aggregates").extractOrElse[Seq[Seq[String]]](Nil)
         .map(pair => (pair.head, pair(1))))
+    spec.family // typed once, here: an unknown name fails now, not mid-query
+    spec.partitionEvictionPolicy
+    spec
   }
 }
