@@ -139,7 +139,6 @@ def test_watermark_by_markers_stream_as_batch_however_cut(spark, tmp_path_factor
         if (row[0], row[1]) not in last or last[(row[0], row[1])][2] < row[2]:
             last[(row[0], row[1])] = row
     assert got == sorted(last.values())
-    assert any(row[2] > 0 for row in got) or len(appends) < 3  # LATE re-firings do occur
     stream = next(s for s in show_streams() if s["name"] == sink)
     assert stream["out_of_order_rows"] == 0
 

@@ -101,6 +101,50 @@ def test_streaming_pane_partial_aggregates_match_oracle(spark, tmp_path_factory,
                          for k, s, t, i, ids, total in _expected(batches))
 
 
+MARKER_QUERY = """
+    SELECT k, PANE_START() AS s, PANE_TIMING() AS t, PANE_INDEX() AS i,
+           ARRAY_SORT(COLLECT_LIST(id)) AS ids, SUM(v) AS total
+    FROM STREAM({source})
+    WINDOW TIME_INTERVAL(10, 5, 15) ON event_time OVER (PARTITION BY k ORDER BY id)
+    WATERMARK BY IF(v < 0, event_time, NULL)"""
+
+
+@st.composite
+def batches_with_markers(draw):
+    """Micro-batches of tuples and watermark markers (v < 0: the event time is the watermark),
+    several markers within one micro-batch included."""
+    counter = itertools.count()
+    return [[{"id": next(counter), "k": "m", "ts": draw(st.integers(100, 170)), "v": -1.0}
+             if draw(st.integers(0, 3)) == 0 else
+             {"id": next(counter), "k": draw(st.sampled_from(["a", "b"])),
+              "ts": draw(st.integers(100, 160)), "v": float(draw(st.integers(0, 9)))}
+             for _ in range(draw(st.integers(1, 8)))]
+            for _ in range(draw(st.integers(1, 4)))]
+
+
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=batches_with_markers())
+def test_streaming_watermark_by_markers_match_oracle(spark, tmp_path_factory, batches):
+    """WATERMARK BY in streaming: each marker advances the watermark where it arrives, between
+    the tuples of its micro-batch, as the oracle replays them; the table holds each pane's last
+    firing (no final watermark: a stream does not end)."""
+    rows = [{"id": r["id"], "wm": r["ts"]} if r["v"] < 0 else r
+            for batch in batches for r in batch]
+    result = pane_firings(rows, 10, 5, 15, event_time=lambda r: r.get("ts"),
+                          partition_by=lambda r: r.get("k"), order_by=lambda r: r["id"],
+                          watermark_by=lambda r: r.get("wm"), final_watermark=False)
+    last = {}
+    for f in result["firings"]:
+        last[(f["partition"], f["window_id"])] = f
+    expected = sorted((f["partition"], f["pane_start"], f["timing"], f["index"],
+                       tuple(sorted(r["id"] for r in f["rows"])),
+                       float(sum(r["v"] for r in f["rows"]))) for f in last.values())
+    got = sorted((r.k, (r.s - T0).total_seconds(), r.t, r.i, tuple(r.ids), r.total)
+                 for r in _run_batches(spark, tmp_path_factory, batches, MARKER_QUERY))
+    assert got == expected
+
+
 def test_stream_progress_is_visible(spark, tmp_path):
     spark.sql("CREATE TABLE progress_src (id BIGINT, k STRING, event_time TIMESTAMP, v DOUBLE) "
               "USING DELTA")

@@ -35,7 +35,7 @@ object StreamingWindows {
       else StructType(keyIndexes.map(schema.fields))
     val metaNames = WindowSpec.FireColumn +: spec.meta.distinct.map(WindowSpec.MetaColumns)
     val firingColumns = metaNames.map(name =>
-      StructField(name, metaType(name, schema), nullable = true))
+      StructField(name, metaType(spec, name, schema), nullable = true))
     // With partial aggregates a firing is one row (its key, its columns, the partials), else
     // every tuple followed by the firing's columns.
     val output = if (FiringPartials.enabled(spec)) {
@@ -84,7 +84,7 @@ object StreamingWindows {
       val schema = combined.schema
       val keyCount = spec.partitionColumns.length
       val output = StructType(schema.fields.take(keyCount + 1) ++
-        metaNames.map(name => StructField(name, metaType(name, watermarked.schema))) ++
+        metaNames.map(name => StructField(name, metaType(spec, name, watermarked.schema))) ++
         new FiringPartials(spec, watermarked.schema, Nil).schema)
       grouped(combined, spec.partitionColumns)
         .transformWithState(new PanePartialsProcessor(spec, watermarked.schema, metaNames,
@@ -94,7 +94,7 @@ object StreamingWindows {
       val panes = paneInput.expanded(watermarked)
       val schema = panes.schema
       val output = metaNames.foldLeft(schema) { (s, name) =>
-        s.add(name, metaType(name, schema), nullable = true)
+        s.add(name, metaType(spec, name, schema), nullable = true)
       }
       grouped(panes, spec.partitionColumns :+ WindowSpec.FireColumn)
         .transformWithState(new PaneProcessor(spec, schema, metaNames, java8Time),
@@ -111,7 +111,7 @@ object StreamingWindows {
     val java8Time = session.conf.get("spark.sql.datetime.java8API.enabled") == "true"
     val metaNames = WindowSpec.FireColumn +: spec.meta.distinct.map(WindowSpec.MetaColumns)
     val output = StructType(input.schema.fields ++ metaNames.map(name =>
-      StructField(name, metaType(name, input.schema), nullable = true)))
+      StructField(name, metaType(spec, name, input.schema), nullable = true)))
     val counters = StreamProgress.counters(session, checkpoint)
     grouped(input, Nil)
       .transformWithState(new MarkerPaneProcessor(spec, input.schema, metaNames, java8Time,
@@ -141,7 +141,8 @@ object StreamingWindows {
       Encoders.row(StructType(columns.map(c => input.schema(c)))), Encoders.row(input.schema))
 
   /** Pane bounds are timestamps; a tumbling or sliding window's are arrival (ORDER BY) values. */
-  private def metaType(name: String, input: StructType): DataType = name match {
+  private def metaType(spec: WindowSpec, name: String, input: StructType): DataType = name match {
+    case "__sx_pstart" | "__sx_pend" if spec.isPanes => TimestampType // the event time's
     case "__sx_pstart" | "__sx_pend" => input.find(_.name == WindowSpec.OrderColumn)
       .map(_.dataType).getOrElse(TimestampType)
     case "__sx_timing" | "__sx_event" => StringType
