@@ -70,8 +70,11 @@ case "${1:-}" in
     setup; shift
     say "JVM tests (sbt jvm/test)"
     sbt jvm/test
-    say "Python tests (pytest)"
-    exec "$PY" -m pytest "$@" ;;
+    # Two workers: many tests wait on streams, driver processes and Delta commits, not on the
+    # CPU. Each worker has its own Spark session and warehouse (a module's Thrift server may
+    # start once per worker).
+    say "Python tests (pytest, ${SQL_EXT_TEST_WORKERS:-2} workers)"
+    exec "$PY" -m pytest -n "${SQL_EXT_TEST_WORKERS:-2}" --dist load "$@" ;;
   bench) setup; shift; exec "$PY" python/bench.py "$@" ;;
   sbt) setup_python; shift; sbt "$@" ;;
   *) echo "usage: bash python/dev.sh setup|main|test|bench|sbt ..." >&2; exit 2 ;;

@@ -97,12 +97,12 @@ def _stream_cut(spark, tmp_path_factory, appends, runs, max_files, query_over):
     return source, sink, got
 
 
-@settings(max_examples=int(os.environ.get("SQL_EXT_CUT_EXAMPLES", "12")), deadline=None,
+@settings(max_examples=int(os.environ.get("SQL_EXT_CUT_EXAMPLES", "8")), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(window=st.sampled_from(WINDOWS), ordered=st.booleans(), cut=cut_stream())
 def test_streaming_equals_batch_however_cut(spark, tmp_path_factory, window, ordered, cut):
     """Each example: one window, with or without ORDER BY, one random cutting. Every streaming
-    run costs seconds, so CI draws 12 examples; SQL_EXT_CUT_EXAMPLES=200 by hand."""
+    run costs seconds, so CI draws 8 examples; SQL_EXT_CUT_EXAMPLES=200 by hand."""
     appends, runs, max_files = cut
     template = PARTIALS if window.startswith("SLIDING COUNT(4)") else QUERY
     source, sink, got = _stream_cut(spark, tmp_path_factory, appends, runs, max_files,
@@ -120,7 +120,7 @@ MARKERS = ("SELECT k, WINDOW_ID() AS w, PANE_INDEX() AS i, ARRAY_SORT(COLLECT_LI
            "WATERMARK BY IF(k = 'c' AND v > 8, TIMESTAMP_SECONDS(id - 3), NULL)")
 
 
-@settings(max_examples=int(os.environ.get("SQL_EXT_CUT_EXAMPLES", "12")) // 3 + 1,
+@settings(max_examples=int(os.environ.get("SQL_EXT_CUT_EXAMPLES", "8")) // 3 + 1,
           deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(ordered=st.booleans(), cut=cut_stream())

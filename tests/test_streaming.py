@@ -71,7 +71,7 @@ def _run_batches(spark, tmp_path_factory, batches, query):
     return spark.table(sink).collect() if spark.catalog.tableExists(sink) else []
 
 
-@settings(max_examples=8, deadline=None,  # each example runs several streaming queries
+@settings(max_examples=5, deadline=None,  # each example runs several streaming queries
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=micro_batches())
 def test_streaming_panes_match_oracle(spark, tmp_path_factory, batches):
@@ -122,7 +122,7 @@ def batches_with_markers(draw):
             for _ in range(draw(st.integers(1, 4)))]
 
 
-@settings(max_examples=6, deadline=None,
+@settings(max_examples=4, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=batches_with_markers())
 def test_streaming_watermark_by_markers_match_oracle(spark, tmp_path_factory, batches):
