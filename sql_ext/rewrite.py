@@ -106,8 +106,8 @@ def _helper_columns(model: WindowModel, select: exp.Select,
     if model.order_by is not None:
         helpers.append((model.order_by.copy(), "__sx_order"))
     watermark = model.watermark
-    if model.kind != "TIME_INTERVAL" or (watermark is not None and not streaming) \
-            or (watermark is not None and watermark.name == "BY"):
+    if model.kind != "TIME_INTERVAL" \
+            or (watermark is not None and (not streaming or watermark.name == "BY")):
         # The source's order (commit order for Delta, admission order for files), batch and
         # streaming alike: the arrival order without ORDER BY, the tie-breaker with it. Panes
         # without a replayed watermark (and streaming panes under WATERMARK DELAY, one

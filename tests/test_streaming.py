@@ -26,15 +26,23 @@ _names = itertools.count()
 
 
 def _expected(batches):
-    """The oracle's last firing of every (partition, pane): what the upserted table holds."""
+    """The oracle's last firing of every (partition, pane) under WATERMARK DELAY 2 (a marker
+    after each micro-batch): what the upserted table holds."""
     rows, seen = [], []
     for batch in batches:
         rows += [dict(r, pos=len(rows) + j) for j, r in enumerate(batch)]
         seen += [r["ts"] for r in batch]
         if seen:
             rows.append({"pos": len(rows), "wm": max(seen) - 2})
+    return _last_firings(rows, order_by=lambda r: r["pos"])
+
+
+def _last_firings(rows, order_by):
+    """The oracle's last firing of every (partition, pane) of TIME_INTERVAL(10, 5, 15) over
+    `rows` (tuples, and markers with "wm"), without a final watermark (a stream does not end):
+    (partition, pane start, timing, index, ids, sum of v)."""
     result = pane_firings(rows, 10, 5, 15, event_time=lambda r: r.get("ts"),
-                          partition_by=lambda r: r.get("k"), order_by=lambda r: r["pos"],
+                          partition_by=lambda r: r.get("k"), order_by=order_by,
                           watermark_by=lambda r: r.get("wm"), final_watermark=False)
     last = {}
     for f in result["firings"]:
@@ -131,15 +139,7 @@ def test_streaming_watermark_by_markers_match_oracle(spark, tmp_path_factory, ba
     firing (no final watermark: a stream does not end)."""
     rows = [{"id": r["id"], "wm": r["ts"]} if r["v"] < 0 else r
             for batch in batches for r in batch]
-    result = pane_firings(rows, 10, 5, 15, event_time=lambda r: r.get("ts"),
-                          partition_by=lambda r: r.get("k"), order_by=lambda r: r["id"],
-                          watermark_by=lambda r: r.get("wm"), final_watermark=False)
-    last = {}
-    for f in result["firings"]:
-        last[(f["partition"], f["window_id"])] = f
-    expected = sorted((f["partition"], f["pane_start"], f["timing"], f["index"],
-                       tuple(sorted(r["id"] for r in f["rows"])),
-                       float(sum(r["v"] for r in f["rows"]))) for f in last.values())
+    expected = _last_firings(rows, order_by=lambda r: r["id"])
     got = sorted((r.k, (r.s - T0).total_seconds(), r.t, r.i, tuple(r.ids), r.total)
                  for r in _run_batches(spark, tmp_path_factory, batches, MARKER_QUERY))
     assert got == expected

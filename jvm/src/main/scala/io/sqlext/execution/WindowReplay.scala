@@ -25,6 +25,11 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
   private val joiner = layout.outputJoiner
   private val metaProjection = layout.metaProjection
   private val toUnsafe = layout.unsafeInput
+  /** WATERMARK DELAY in µs: after each tuple the watermark is the highest event time less it. */
+  private val watermarkDelay: Option[Long] = spec.family match {
+    case Family.TimeInterval(Watermark.Delay(seconds)) => Some(Micros.of(seconds))
+    case _ => None
+  }
   private val pending = mutable.Queue.empty[Firing[UnsafeRow, UnsafeRow]]
   private val emit: Firing[UnsafeRow, UnsafeRow] => Unit =
     f => { pending.enqueue(f); metrics.firings += 1 }
@@ -106,11 +111,9 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
       case None =>
         window.insert(keyOf(row).copy(), copyOf(row), 0L)(emit)
         peak = math.max(peak, window.partitionCount)
-        spec.family match {
-          case Family.TimeInterval(Watermark.Delay(seconds)) =>
-            maxEventTime = math.max(maxEventTime, layout.eventTime(row))
-            window.advanceClock(maxEventTime - Micros.of(seconds))(emit)
-          case _ =>
+        watermarkDelay.foreach { delay =>
+          maxEventTime = math.max(maxEventTime, layout.eventTime(row))
+          window.advanceClock(maxEventTime - delay)(emit)
         }
     }
 

@@ -86,7 +86,7 @@ class MarkerPaneProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[St
     val now = window.openParts.map { case (n, key, state, tuples) =>
       val k = Row.fromSeq(n +: key.toSeq)
       if (!before.get(k).contains((state, tuples.length))) {
-        parts.updateValue(k, Row(state.complete, state.fresh, state.firings, tuples))
+        parts.updateValue(k, Row.fromSeq(PaneProcessor.stateValues(state).toSeq :+ tuples))
       }
       k
     }.toSet
@@ -99,6 +99,6 @@ object MarkerPaneProcessor {
     .add("watermark", LongType, nullable = false) // µs, Long.MinValue: no marker yet
     .add("late", LongType, nullable = false) // tuples dropped as late, in all
 
-  def partSchema(input: StructType): StructType = StructType(PaneProcessor.FlagSchema.fields
-    .take(3)).add("tuples", ArrayType(input, containsNull = false), nullable = false)
+  def partSchema(input: StructType): StructType = StructType(PaneProcessor.PaneStateFields)
+    .add("tuples", ArrayType(input, containsNull = false), nullable = false)
 }

@@ -36,13 +36,12 @@ final class PaneInput(
     val time = schema.fieldIndex(WindowSpec.EventTimeColumn)
     val (cp, conf, counted, panes) = (checkpoint, hadoopConf, counters, geometry)
     tuples.mapPartitions { rows: Iterator[Row] =>
-      val w = SplWatermark(panes).of(BatchWatermark.current(cp, conf.value.value))
-      val rule = PaneRule(panes)
+      val isLate = PaneInput.lateUnder(panes, BatchWatermark.current(cp, conf.value.value))
       rows.flatMap { row =>
         if (row.isNullAt(time)) { counted.notWindowed.add(1); Iterator.empty }
         else {
           val t = PaneInput.micros(row.get(time))
-          if (rule.isLate(t, w)) { counted.lateDropped.add(1); Iterator.empty }
+          if (isLate(t)) { counted.lateDropped.add(1); Iterator.empty }
           else panes.panesOf(t).map(n => Row.fromSeq(row.toSeq :+ n))
         }
       }
@@ -65,15 +64,14 @@ final class PaneInput(
     val (panes, keyCount) = (geometry, keys.length)
     val time = schema.fieldIndex(PaneInput.MicrosColumn)
     narrow.mapPartitions { rows: Iterator[Row] =>
-      val w = SplWatermark(panes).of(BatchWatermark.current(cp, conf.value.value))
-      val rule = PaneRule(panes)
+      val isLate = PaneInput.lateUnder(panes, BatchWatermark.current(cp, conf.value.value))
       // Partition key -> pane N -> partials.
       val open = mutable.HashMap.empty[Any, mutable.LongMap[Array[Any]]]
       rows.foreach { row =>
         if (row.isNullAt(time)) counted.notWindowed.add(1)
         else {
           val t = row.getLong(time)
-          if (rule.isLate(t, w)) counted.lateDropped.add(1)
+          if (isLate(t)) counted.lateDropped.add(1)
           else {
             val key: Any = if (keyCount == 1) row.get(0)
               else Row.fromSeq(row.toSeq.take(keyCount))
@@ -95,6 +93,12 @@ final class PaneInput(
 
 object PaneInput {
   val MicrosColumn = "__sx_emicros"
+
+  /** The pane rule's late test (µs) under the micro-batch's Spark watermark. */
+  def lateUnder(panes: PaneSpec, sparkWatermarkMs: Long): Long => Boolean = {
+    val (rule, w) = (PaneRule(panes), SplWatermark(panes).of(sparkWatermarkMs))
+    t => rule.isLate(t, w)
+  }
 
   /** An event time or watermark in µs: timestamps as they are, numbers as seconds (as batch
    *  replay reads them). */

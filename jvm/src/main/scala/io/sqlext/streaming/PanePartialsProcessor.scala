@@ -58,12 +58,12 @@ class PanePartialsProcessor(
       val n = row.getLong(paneIndex)
       // A new pane acts from the next watermark on (its creation is under this one).
       val pane = touched.getOrElseUpdate(n, open.get(n).map(_.toSeq.toArray)
-        .getOrElse(PanePartialsProcessor.flagValues(PaneState.Created) ++ partials.empty))
+        .getOrElse(PaneProcessor.stateValues(PaneState.Created) ++ partials.empty))
       partials.merge(pane, Flags, row, paneIndex + 1)
     }
     val current = touched.foldLeft(open) { case (all, (n, values)) =>
-      val state = PanePartialsProcessor.stateOf(Row.fromSeq(values.toSeq)).added
-      val row = Row.fromSeq((PanePartialsProcessor.flagValues(state) ++ values.drop(Flags)).toSeq)
+      val state = PaneProcessor.stateOf(Row.fromSeq(values.toSeq)).added
+      val row = Row.fromSeq((PaneProcessor.stateValues(state) ++ values.drop(Flags)).toSeq)
       panes.updateValue(n, row)
       all.updated(n, row)
     }
@@ -90,7 +90,7 @@ class PanePartialsProcessor(
     if (saved.exists(_.getLong(0) >= watermarkMs)) return (all, wake)
     val w = watermark.of(watermarkMs)
     val open = all.flatMap { case (n, pane) =>
-      val before = PanePartialsProcessor.stateOf(pane)
+      val before = PaneProcessor.stateOf(pane)
       val step = rule.advance(n, before, w)
       step.fired.foreach { index =>
         out += Row.fromSeq(key.toSeq.take(keyColumns) ++ (n +: metaValues(n, index)) ++
@@ -100,7 +100,7 @@ class PanePartialsProcessor(
         case None => panes.removeKey(n); None
         case Some(after) if after == before => Some(n -> pane)
         case Some(after) =>
-          val updated = Row.fromSeq(PanePartialsProcessor.flagValues(after).toSeq ++
+          val updated = Row.fromSeq(PaneProcessor.stateValues(after).toSeq ++
             pane.toSeq.drop(Flags))
           panes.updateValue(n, updated)
           Some(n -> updated)
@@ -115,7 +115,7 @@ class PanePartialsProcessor(
   private def schedule(open: Map[Long, Row], watermarkMs: Long, wake: Long): Unit = {
     val w = watermark.of(watermarkMs)
     val next = if (open.isEmpty) -1L else open.iterator.map { case (n, pane) =>
-      watermark.timerAt(rule.nextChange(n, PanePartialsProcessor.stateOf(pane), w), watermarkMs)
+      watermark.timerAt(rule.nextChange(n, PaneProcessor.stateOf(pane), w), watermarkMs)
     }.min
     if (next != wake) {
       if (wake >= 0) getHandle.deleteTimer(wake)
@@ -129,14 +129,8 @@ class PanePartialsProcessor(
 }
 
 object PanePartialsProcessor {
-  def stateOf(pane: Row): PaneState = PaneProcessor.stateOf(pane)
-  def flagValues(pane: PaneState): Array[Any] = Array(pane.complete, pane.fresh, pane.firings)
-
-  def stateSchema(partials: Seq[StructField]): StructType = StructType(new StructType()
-    .add("complete", BooleanType, nullable = false)
-    .add("fresh", BooleanType, nullable = false) // tuples arrived since the last firing
-    .add("firings", LongType, nullable = false)
-    .fields ++ partials)
+  def stateSchema(partials: Seq[StructField]): StructType =
+    StructType(PaneProcessor.PaneStateFields ++ partials)
 
   val ClockSchema: StructType = new StructType()
     .add("seen", LongType, nullable = false) // the last (Spark) watermark the panes saw

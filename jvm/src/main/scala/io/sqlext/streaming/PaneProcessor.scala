@@ -75,7 +75,7 @@ class PaneProcessor(
 
   /** Saves the pane as seen under `watermarkMs` and wakes it at its next change. */
   private def keep(n: Long, pane: PaneState, watermarkMs: Long): Unit = {
-    flags.update(Row(pane.complete, pane.fresh, pane.firings, watermarkMs))
+    flags.update(Row.fromSeq(PaneProcessor.stateValues(pane).toSeq :+ watermarkMs))
     val next = rule.nextChange(n, pane, watermark.of(watermarkMs))
     getHandle.registerTimer(watermark.timerAt(next, watermarkMs))
   }
@@ -83,8 +83,16 @@ class PaneProcessor(
 
 object PaneProcessor {
 
-  def stateOf(flags: Row): PaneState =
-    PaneState(flags.getBoolean(0), flags.getBoolean(1), flags.getLong(2))
+  /** A pane's [[PaneState]] as the first columns of a state row, in every pane processor. */
+  val PaneStateFields: Seq[StructField] = Seq(
+    StructField("complete", BooleanType, nullable = false),
+    StructField("fresh", BooleanType, nullable = false), // tuples arrived since the last firing
+    StructField("firings", LongType, nullable = false))
+
+  def stateValues(pane: PaneState): Array[Any] = Array(pane.complete, pane.fresh, pane.firings)
+
+  def stateOf(row: Row): PaneState =
+    PaneState(row.getBoolean(0), row.getBoolean(1), row.getLong(2))
 
   /** The firing columns `metaNames` of firing `index` of pane N. */
   def metaValues(metaNames: Seq[String], geometry: PaneSpec, n: Long, index: Long,
@@ -102,9 +110,6 @@ object PaneProcessor {
     }
   }
 
-  val FlagSchema: StructType = new StructType()
-    .add("complete", BooleanType, nullable = false)
-    .add("fresh", BooleanType, nullable = false) // tuples arrived since the last firing
-    .add("firings", LongType, nullable = false)
+  val FlagSchema: StructType = StructType(PaneStateFields)
     .add("seen", LongType, nullable = false) // the last (Spark) watermark acted on
 }

@@ -66,13 +66,15 @@ object StreamingWindows {
       case other => throw SqlExtErrors.analysis(s"${spec.policyText}: a streaming " +
         s"TIME_INTERVAL needs a TIMESTAMP event time (ON ...), got ${other.map(_.simpleString)}")
     }
-    if (spec.family == Family.TimeInterval(Watermark.ByMarkers)) return markerPanes(input, spec, checkpoint)
+    val session = input.sparkSession
+    val java8Time = session.conf.get("spark.sql.datetime.java8API.enabled") == "true"
+    if (spec.family == Family.TimeInterval(Watermark.ByMarkers)) {
+      return markerPanes(input, spec, java8Time, StreamProgress.counters(session, checkpoint))
+    }
     // Spark's watermark is the SPL watermark minus the discard age, less 1 ms (architecture.md
     // section 3); late tuples are dropped by PaneInput under the batch's own watermark.
     val delayMs = SplWatermark.delayMs(spec.watermarkDelay, spec.discard)
-    val session = input.sparkSession
     val watermarked = input.withWatermark(WindowSpec.EventTimeColumn, s"$delayMs milliseconds")
-    val java8Time = session.conf.get("spark.sql.datetime.java8API.enabled") == "true"
     val metaNames = spec.meta.distinct.map(WindowSpec.MetaColumns)
     val paneInput = new PaneInput(spec, BatchWatermark.qualified(session, checkpoint),
       session.sparkContext.broadcast(
@@ -105,14 +107,11 @@ object StreamingWindows {
 
   /** WATERMARK BY: markers act across partitions and between tuples, so one state machine
    *  replays each micro-batch in arrival order ([[MarkerPaneProcessor]]). */
-  private def markerPanes(input: DataFrame, spec: WindowSpec, checkpoint: String)
-      : DataFrame = {
-    val session = input.sparkSession
-    val java8Time = session.conf.get("spark.sql.datetime.java8API.enabled") == "true"
+  private def markerPanes(input: DataFrame, spec: WindowSpec, java8Time: Boolean,
+      counters: StreamCounters): DataFrame = {
     val metaNames = WindowSpec.FireColumn +: spec.meta.distinct.map(WindowSpec.MetaColumns)
     val output = StructType(input.schema.fields ++ metaNames.map(name =>
       StructField(name, metaType(spec, name, input.schema), nullable = true)))
-    val counters = StreamProgress.counters(session, checkpoint)
     grouped(input, Nil)
       .transformWithState(new MarkerPaneProcessor(spec, input.schema, metaNames, java8Time,
         counters), TimeMode.None(), OutputMode.Append())(Encoders.row(output))

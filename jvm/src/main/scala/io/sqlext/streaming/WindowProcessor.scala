@@ -16,8 +16,8 @@ import scala.collection.mutable.ArrayBuffer
  * state is put back into a fresh machine, the batch's tuples go in in arrival order (ORDER BY,
  * then the source's order: [[MicroBatchOrder]]), and the state is saved again: tuples in a
  * list state, the policy state (window number, initial-full flag, trigger counter, delta
- * reference, TIME stamps and next tick) in a value state. Both live in Spark's checkpointed state store, so a restart resumes
- * the window where it was (section 8).
+ * reference, TIME stamps and next tick) in a value state. Both live in Spark's checkpointed
+ * state store, so a restart resumes the window where it was (section 8).
  *
  * TIME policies read the wall clock: the batch's processing time, and processing-time timers at
  * the next tick fire a window with no new tuples, also a tick that fell due while the query was

@@ -38,11 +38,10 @@ final class TimeIntervalWindow[K, T](
     val time = eventTimeOf(tuple)
     if (rule.isLate(time, watermark)) { late += 1; return }
     panes.panesOf(time).foreach { n =>
-      val parts = open.getOrElseUpdate(n, mutable.HashMap.empty[K, Part])
-      parts.get(key) match {
-        case Some(part) => part.state = part.state.added; part.tuples += tuple
-        case None => parts(key) = new Part(PaneState.Created); parts(key).tuples += tuple
-      }
+      val part = open.getOrElseUpdate(n, mutable.HashMap.empty[K, Part])
+        .getOrElseUpdate(key, new Part(PaneState.Created))
+      part.state = part.state.added
+      part.tuples += tuple
     }
   }
 
