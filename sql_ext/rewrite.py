@@ -126,7 +126,7 @@ def _helper_columns(model: WindowModel, select: exp.Select,
     elif policy.name == "PUNCT" and policy.marker is not None:
         helpers.append((exp.func("coalesce", policy.marker.copy(), exp.false()), "__sx_punct"))
     elif policy.name == "PUNCT":
-        helpers.append((exp.func("input_file_name"), "__sx_file"))
+        helpers.append((exp.func("sql_ext_arrival_file"), "__sx_file"))
     if any(p is not None and p.name == "TIME" for p in (policy, model.trigger)) \
             and not streaming:  # streaming TIME policies read the wall clock
         # Ticks are window-wide: every task needs the first and last arrival of all input.

@@ -19,6 +19,14 @@ QUERY = """
     FROM STREAM(source_stream)
     WINDOW TIME_INTERVAL(10, 5, 15) ON event_time OVER (PARTITION BY k) WATERMARK DELAY 2"""
 
+# WATERMARK BY: rows of key 'c' with v = 6 are markers (watermark id - 3); the other rows have
+# event times up to 6 s below their id, so with rows shuffled some are late, re-fire or drop.
+MARKERS = """SELECT k, WINDOW_ID() AS w, PANE_INDEX() AS i, ARRAY_SORT(COLLECT_LIST(id)) AS ids,
+                    SUM(v) AS total FROM {source}
+             WINDOW TIME_INTERVAL(10, 5, 8) ON TIMESTAMP_SECONDS(id + CAST(v AS BIGINT) - 6)
+             OVER (PARTITION BY k) WATERMARK BY IF(k = 'c' AND v > 5, TIMESTAMP_SECONDS(id - 3),
+                                                    NULL)"""
+
 QUERIES = {
     "panes": QUERY,
     # Partial aggregates: the pane state holds running partials, not tuples.
@@ -37,6 +45,7 @@ QUERIES = {
                                   MIN(id) AS lo, MAX(id) AS hi
                            FROM STREAM(source_stream)
                            WINDOW SLIDING COUNT(6) TRIGGER COUNT(4) OVER (PARTITION BY k)""",
+    "markers": MARKERS.format(source="STREAM(source_stream)"),
 }
 
 if __name__ == "__main__":

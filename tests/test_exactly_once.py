@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from stream_driver import MARKERS
 from test_streaming import T0, _expected
 
 DRIVER = Path(__file__).resolve().parent / "stream_driver.py"
@@ -98,12 +99,22 @@ QUERIES_OVER_SOURCE = {
     "sliding_partials": """SELECT k, WINDOW_ID() AS w, COUNT(*) AS n, SUM(v) AS total,
                                   MIN(id) AS lo, MAX(id) AS hi FROM delta.`{source}`
                            WINDOW SLIDING COUNT(6) TRIGGER COUNT(4) OVER (PARTITION BY k)""",
+    "markers": MARKERS.format(source="delta.`{source}`"),
 }
 
+# Seed n takes query n % 3: 1 the ordered COUNT, 2 the sliding partials, 3 WATERMARK BY.
+CRASH_QUERIES = ("markers", "ordered_count", "sliding_partials")
+CRASH_RUNS = [(seed, CRASH_QUERIES[seed % 3]) for seed in [1, 2, 3] + [
+    int(seed) for seed in os.environ.get("SQL_EXT_CRASH_SEEDS", "").split(",") if seed.strip()]]
 
-CRASH_RUNS = [(1, "ordered_count"), (2, "sliding_partials")] + [
-    (int(seed), ("ordered_count", "sliding_partials")[int(seed) % 2])
-    for seed in os.environ.get("SQL_EXT_CRASH_SEEDS", "").split(",") if seed.strip()]
+
+def _last_firing_per_pane(rows):
+    """The batch query lists every firing of a pane; a streaming table keeps its last."""
+    last = {}
+    for row in rows:  # (k, w, i, ...): the pane is (k, w), its firings count up in i
+        if (row[0], row[1]) not in last or last[(row[0], row[1])][2] < row[2]:
+            last[(row[0], row[1])] = row
+    return list(last.values())
 
 
 @pytest.mark.parametrize("seed,query", CRASH_RUNS)
@@ -112,8 +123,8 @@ def test_killed_at_random_moments_while_a_feeder_appends(spark, tmp_path, seed, 
     while a TRIGGER EVERY 0.5 stream runs; the driver is killed with SIGKILL at seeded random
     moments (starting up, mid-batch, between batches) and restarted on the same checkpoint;
     at the end it drains the source. The table equals the batch query over the same source,
-    row for row. More seeds by hand: SQL_EXT_CRASH_SEEDS=3,4,5 (odd seeds take the ordered
-    COUNT query, even ones the sliding partials)."""
+    row for row (for WATERMARK BY, each pane's last firing: a closing marker ends the input).
+    More seeds by hand: SQL_EXT_CRASH_SEEDS=4,5,6 (see CRASH_QUERIES)."""
     import random
     import threading
 
@@ -155,12 +166,17 @@ def test_killed_at_random_moments_while_a_feeder_appends(spark, tmp_path, seed, 
     finally:
         stop.set()
         feeder.join()
+    if query == "markers":  # a last marker closes every pane, in batch and streaming alike
+        spark.createDataFrame([(10 ** 6, "c", 12.0)], "id long, k string, v double") \
+            .write.format("delta").mode("append").save(str(source))
     # Drains what is left, in one micro-batch: a backlog.
     _run_driver(tmp_path, dict(os.environ, SQL_EXT_DRIVER_BACKLOG="1"), query=query)
     table = spark.read.format("delta").load(str(tmp_path / "sink")).drop("_sx_key")
-    expected = spark.sql(QUERIES_OVER_SOURCE[query].format(source=source))
+    expected = [tuple(tuple(v) if isinstance(v, list) else v for v in r) for r in
+                spark.sql(QUERIES_OVER_SOURCE[query].format(source=source))
+                .select(*table.columns).collect()]
+    if query == "markers":
+        expected = _last_firing_per_pane(expected)
     assert sorted(tuple(tuple(v) if isinstance(v, list) else v for v in r)
-                  for r in table.collect()) == \
-        sorted(tuple(tuple(v) if isinstance(v, list) else v for v in r)
-               for r in expected.select(*table.columns).collect())
+                  for r in table.collect()) == sorted(expected)
     assert table.count() > 0

@@ -1,7 +1,7 @@
 package io.sqlext
 
 import io.sqlext.analysis.WindowTableFunction
-import io.sqlext.execution.WindowStrategy
+import io.sqlext.execution.{RankArrival, WindowStrategy}
 import io.sqlext.expressions.ArrivalSequence
 import io.sqlext.optimizer.{ExpandPanes, IncrementalWindowAggregate}
 import io.sqlext.parser.RewritingParser
@@ -14,13 +14,15 @@ class SqlExtExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectParser((_, delegate) => new RewritingParser(delegate))
     // Analysis: the rewriter's target, sql_ext_window(TABLE(...), spec), becomes WindowAssign.
     extensions.injectTableFunction(WindowTableFunction.registration)
-    // Analysis: sql_ext_arrival(), the scan order of a streaming micro-batch's rows.
-    extensions.injectFunction(ArrivalSequence.registration)
+    // Analysis: sql_ext_arrival() and sql_ext_arrival_file(), a row's place in source order.
+    ArrivalSequence.registrations.foreach(extensions.injectFunction)
     // Optimization: TIME_INTERVAL without a watermark becomes a generated Filter(Expand).
     extensions.injectOptimizerRule(session => ExpandPanes(session.sparkContext))
     // Optimization: sliding windows with incremental aggregates emit one row per firing.
     extensions.injectOptimizerRule(_ => IncrementalWindowAggregate)
     // Planning: WindowAssign runs as WindowAssignExec, WindowAggregate as WindowAggregateExec.
     extensions.injectPlannerStrategy(_ => WindowStrategy)
+    // Physical: sql_ext_arrival() learns the source order of the splits of its scan.
+    extensions.injectColumnar(_ => RankArrival.AsColumnarRule)
   }
 }

@@ -2,54 +2,36 @@ package io.sqlext.execution
 
 import io.sqlext.window.WindowSpec
 import org.apache.spark.sql.Row
-import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, Expression, GetStructField, SortOrder}
+import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, SortOrder}
 import org.apache.spark.sql.types.{DataType, StructType}
 
 /**
  * The arrival order of a window's tuples (spec/sql.md section 2), the one rule batch replay and
  * the streaming processors both follow: the ORDER BY of OVER if there is one, ties broken by the
  * source's order (`sql_ext_arrival()`, [[io.sqlext.expressions.ArrivalSequence]]). PUNCT()
- * punctuates the end of each file, so its files come one after another, oldest first (the
- * file's modification time, then its path), ORDER BY acting within a file.
+ * punctuates the end of each file, so its files come one after another in source order
+ * (`sql_ext_arrival_file()`), ORDER BY acting within a file.
  */
 object ArrivalOrder {
 
-  /** One sort key: a helper column, or one field of the struct it holds. */
-  final case class Key(column: String, field: Option[Int] = None)
-
-  private val FileTime = 0 // sql_ext_arrival().file_time
-
-  /** The sort keys, outermost first, among the helper columns `present`. */
-  def keys(spec: WindowSpec, present: String => Boolean): Seq[Key] = {
-    val order = if (present(WindowSpec.OrderColumn)) Seq(Key(WindowSpec.OrderColumn)) else Nil
-    val source = Seq(Key(WindowSpec.SeqColumn)).filter(k => present(k.column))
-    val files = if (spec.isFilePunct && present(WindowSpec.FileColumn)) {
-      source.map(_.copy(field = Some(FileTime))) :+ Key(WindowSpec.FileColumn)
-    } else Nil
-    files ++ order ++ source
+  /** The sort key columns, outermost first, among the helper columns `present`. */
+  def keys(spec: WindowSpec, present: String => Boolean): Seq[String] = {
+    val files = if (spec.isFilePunct) Seq(WindowSpec.FileColumn) else Nil
+    (files :+ WindowSpec.OrderColumn :+ WindowSpec.SeqColumn).filter(present)
   }
 
   /** Batch: the sort orders over the operator's input attributes. */
   def sortOrders(spec: WindowSpec, inputs: Seq[Attribute]): Seq[SortOrder] = {
     def attr(name: String) = inputs.find(_.name == name)
-    keys(spec, attr(_).isDefined).map { key =>
-      val column: Expression = attr(key.column).get
-      SortOrder(key.field.fold(column)(i => GetStructField(column, i)), Ascending)
-    }
+    keys(spec, attr(_).isDefined).map(key => SortOrder(attr(key).get, Ascending))
   }
 
   /** Streaming: the same order over the Rows of `schema`. */
   def rowOrdering(spec: WindowSpec, schema: StructType): Ordering[Row] = {
     val compares = keys(spec, schema.fieldNames.contains).map { key =>
-      val i = schema.fieldIndex(key.column)
-      key.field match {
-        case Some(f) =>
-          val inner = compareValues(schema(i).dataType.asInstanceOf[StructType](f).dataType)
-          (a: Row, b: Row) => inner(a.getStruct(i).get(f), b.getStruct(i).get(f))
-        case None =>
-          val values = compareValues(schema(i).dataType)
-          (a: Row, b: Row) => values(a.get(i), b.get(i))
-      }
+      val i = schema.fieldIndex(key)
+      val values = compareValues(schema(i).dataType)
+      (a: Row, b: Row) => values(a.get(i), b.get(i))
     }
     (a: Row, b: Row) => {
       var result = 0

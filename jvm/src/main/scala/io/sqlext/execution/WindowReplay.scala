@@ -5,7 +5,6 @@ import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeRow}
 import org.apache.spark.sql.execution.metric.SQLMetric
-import org.apache.spark.unsafe.types.UTF8String
 
 import scala.collection.mutable
 
@@ -35,11 +34,14 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
     f => { pending.enqueue(f); metrics.firings += 1 }
   private var skipped = 0L
   private var evicted = 0L
+  /** Before the first file: file ranks are >= -1 (-1 for rows from no file). */
+  private val NoFile = Long.MinValue
 
   def run(input: Iterator[InternalRow]): Iterator[InternalRow] = new Iterator[InternalRow] {
     private var window: Window = _
     private var currentKey: UnsafeRow = _
-    private var currentFile: UTF8String = _
+    // The rank of the file being replayed (sql_ext_arrival_file()), for PUNCT().
+    private var currentFile = NoFile
     private var clockEnd = 0L
     private var firing: Firing[UnsafeRow, UnsafeRow] = _
     private var meta: UnsafeRow = _
@@ -93,14 +95,14 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
         endOfKey()
         currentKey = key.copy()
         window = newWindow(row)
-        currentFile = null
+        currentFile = NoFile
         clockEnd = layout.clockEnd(row)
       }
       if (spec.timeBased) window.advanceClock(clock)(emit)
       if (spec.isFilePunct) {
-        val file = row.getUTF8String(layout.fileOrdinal)
-        if (currentFile != null && file != currentFile) window.punctuate(clock)(emit)
-        currentFile = file.clone()
+        val file = row.getLong(layout.fileOrdinal)
+        if (currentFile != NoFile && file != currentFile) window.punctuate(clock)(emit)
+        currentFile = file
       }
       window.insert(currentKey, copyOf(row), clock)(emit)
     }

@@ -1,6 +1,5 @@
 package io.sqlext.optimizer
 
-import io.sqlext.expressions.ArrivalSequence
 import io.sqlext.plans.logical.{WindowAggregate, WindowAssign}
 import io.sqlext.window.WindowSpec
 import org.apache.spark.sql.catalyst.expressions._
@@ -18,7 +17,7 @@ class IncrementalWindowAggregateSuite extends AnyFunSuite {
   private val g = AttributeReference("g", LongType)()
   private val key = AttributeReference("__sx_p0", LongType)()
   private val order = AttributeReference(WindowSpec.OrderColumn, LongType)()
-  private val seq = AttributeReference(WindowSpec.SeqColumn, ArrivalSequence.Type)()
+  private val seq = AttributeReference(WindowSpec.SeqColumn, LongType)()
   private val input = LocalRelation(Seq(x, n, s, g, key, order, seq))
 
   private def window(kind: String): WindowAssign = WindowAssign.create(WindowSpec.fromJson(
