@@ -14,12 +14,14 @@ from sql_ext.errors import WindowSqlError
 from sql_ext.rewrite import rewrite
 
 EXAMPLES = jars.PROJECT_DIR / "examples" / "seed_examples.py"
+METASTORE_HELP = ("an external catalog: a JDBC URL or thrift://host:port (default: the "
+                  "embedded one in the warehouse; also SQL_EXT_METASTORE)")
 
 
 def run_examples(args) -> int:
     from sql_ext.session import session
 
-    spark = session(warehouse=args.warehouse)
+    spark = session(warehouse=args.warehouse, metastore=args.metastore)
     spark.sparkContext.setLogLevel("ERROR")
     runpy.run_path(str(EXAMPLES), run_name="sql_ext_examples")["main"](spark)
     spark.stop()
@@ -28,9 +30,10 @@ def run_examples(args) -> int:
 
 def thriftserver(args) -> int:
     from sql_ext.session import session
-    from sql_ext.thrift import start_thrift_server
+    from sql_ext.thrift import start_thrift_server, thrift_conf
 
-    spark = session(warehouse=args.warehouse, app_name="sql-ext-thriftserver")
+    spark = session(warehouse=args.warehouse, app_name="sql-ext-thriftserver",
+                    metastore=args.metastore, conf=thrift_conf(args.host, args.port))
     start_thrift_server(spark, args.host, args.port)
     print(f"sql-ext Thrift server on jdbc:hive2://{args.host}:{args.port}/default "
           "(Ctrl-C to stop)", flush=True)
@@ -60,11 +63,13 @@ def main(argv=None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     examples = commands.add_parser("run-examples", help="run the seed examples into Delta tables")
     examples.add_argument("--warehouse", default=None, help="Delta warehouse folder")
+    examples.add_argument("--metastore", default=None, help=METASTORE_HELP)
     examples.set_defaults(run=run_examples)
     server = commands.add_parser("thriftserver", help="start the JDBC/Thrift server")
     server.add_argument("--host", default="127.0.0.1")
     server.add_argument("--port", type=int, default=10000)
     server.add_argument("--warehouse", default=None)
+    server.add_argument("--metastore", default=None, help=METASTORE_HELP)
     server.set_defaults(run=thriftserver)
     show = commands.add_parser("transpile", help="print the plain Spark SQL of windowed SQL")
     show.add_argument("sql", help="the statement, or - for standard input")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from sql_ext import bridge, jars, udaf
+from sql_ext import bridge, catalog, jars, udaf
 
 EXTENSIONS = "io.sqlext.SqlExtExtensions,io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
@@ -48,14 +48,18 @@ def session(
     master: str = "local[2]",
     app_name: str = "sql-ext",
     conf: dict | None = None,
+    metastore: str | None = None,
 ) -> SparkSession:
-    """The embedded default: local Spark, a Delta warehouse under the project folder."""
+    """The embedded default: local Spark, a Delta warehouse under the project folder, and a
+    persistent catalog (an embedded metastore in the warehouse, or `metastore`: see
+    sql_ext.catalog)."""
     warehouse = Path(warehouse or jars.PROJECT_DIR / "warehouse").resolve()
+    warehouse.mkdir(parents=True, exist_ok=True)
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}")
+        .config("spark.driver.extraJavaOptions", catalog.java_options(warehouse))
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
@@ -63,6 +67,12 @@ def session(
         # Delta's snapshot state defaults to 50 partitions: far too many for local[2].
         .config("spark.databricks.delta.snapshotPartitions", "2")
     )
-    for key, value in (conf or {}).items():
+    for key, value in {**catalog.catalog_conf(warehouse, metastore), **(conf or {})}.items():
         builder = builder.config(key, value)
-    return configure(builder)
+    spark = configure(builder)
+    try:
+        catalog.check_open(spark, warehouse)
+    except catalog.CatalogInUse:
+        spark.stop()
+        raise
+    return spark

@@ -12,6 +12,13 @@ from pyspark.sql import SparkSession
 log = logging.getLogger("sql_ext")
 
 
+def thrift_conf(host: str, port: int) -> dict[str, str]:
+    """Session settings of the server's address. With the Hive catalog the server reads the
+    Hive configuration the session started with, so they must be there from the start."""
+    return {"spark.hadoop.hive.server2.thrift.bind.host": host,
+            "spark.hadoop.hive.server2.thrift.port": str(port)}
+
+
 def start_thrift_server(spark: SparkSession, host: str = "127.0.0.1", port: int = 10000):
     """Starts HiveThriftServer2 on (host, port) over `spark`'s context; returns the server."""
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()

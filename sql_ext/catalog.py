@@ -1,0 +1,76 @@
+"""The persistent catalog: Spark's Hive metastore support, so tables, views and databases
+outlive the process that created them.
+
+Embedded default: a Derby database in `<warehouse>/metastore_db` (Derby's log beside it), not
+in the working directory. Derby admits one process at a time; a second process on the same
+warehouse gets CatalogInUse. Outgrowing it, point the session at an external metastore:
+
+    sql_ext.session(metastore="jdbc:postgresql://db:5432/metastore")   # a database by JDBC URL
+    sql_ext.session(metastore="thrift://metastore-host:9083")          # a Hive metastore service
+
+(or SQL_EXT_METASTORE=<url>; a JDBC URL also needs its driver jar and the
+javax.jdo.option.ConnectionUserName/ConnectionPassword settings as spark.hadoop.* confs).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sql_ext.errors import WindowSqlError
+
+METASTORE_ENV = "SQL_EXT_METASTORE"
+
+
+class CatalogInUse(WindowSqlError):
+    """The embedded catalog of a warehouse is open in another process."""
+
+
+def derby_url(warehouse: Path) -> str:
+    return f"jdbc:derby:;databaseName={warehouse / 'metastore_db'};create=true"
+
+
+def catalog_conf(warehouse: Path, metastore: str | None = None) -> dict[str, str]:
+    """Spark settings of the catalog: the embedded Derby metastore under `warehouse`, or the
+    external `metastore` (a JDBC URL or thrift:// URIs)."""
+    metastore = metastore or os.environ.get(METASTORE_ENV) or None
+    conf = {"spark.sql.catalogImplementation": "hive"}
+    if metastore is None:
+        conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = derby_url(warehouse)
+    elif metastore.startswith("thrift://"):
+        conf["spark.hadoop.hive.metastore.uris"] = metastore
+    elif metastore.startswith("jdbc:"):
+        conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = metastore
+    else:
+        raise WindowSqlError(f"metastore {metastore!r}: expected a JDBC URL (jdbc:...) or a "
+                             "Hive metastore service (thrift://host:port)")
+    # A metastore that cannot be opened fails at once: the Hive client would otherwise retry
+    # ten times two seconds apart, per call.
+    conf["spark.hadoop.hive.hmshandler.retry.attempts"] = "1"
+    conf["spark.hadoop.hive.metastore.connect.retries"] = "1"
+    return conf
+
+
+def java_options(warehouse: Path) -> str:
+    """Derby's log in the warehouse, not in the working directory. Not derby.system.home: the
+    Thrift server opens a Derby `memory:` database per session, which fails and retries for
+    about 20 s at every session close when derby.system.home is set."""
+    return f"-Dderby.stream.error.file={warehouse / 'derby.log'}"
+
+
+def check_open(spark, warehouse: Path) -> None:
+    """Opens the catalog now, so a warehouse whose embedded catalog another process holds is a
+    clear error at session start, not a failure at some later statement."""
+    try:
+        spark.catalog.listDatabases()
+    except Exception as error:  # noqa: BLE001 - py4j wraps the Hive client's exceptions
+        text = str(error)
+        if "XSDB6" in text or "Another instance of Derby" in text \
+                or "Unable to instantiate" in text or "Failed to start database" in text:
+            raise CatalogInUse(
+                f"the catalog of warehouse {warehouse} ({warehouse / 'metastore_db'}) is open "
+                "in another process: Derby, the embedded metastore, admits one. Stop that "
+                "process (a Thrift server, another session), use another warehouse, or share "
+                f"an external metastore ({METASTORE_ENV}=jdbc:... or thrift://...; see "
+                "README, Catalog)") from None
+        raise

@@ -1,0 +1,142 @@
+"""The persistent catalog: what one process creates, the next one (and a restarted Thrift
+server) finds by name; a second process on an embedded catalog gets a clear error."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+from pyhive import hive
+from test_thrift import _free_port
+
+from sql_ext.thrift import wait_for_port
+
+
+def _python(code: str, cwd, timeout: float = 300) -> subprocess.CompletedProcess:
+    """`code` in a new Python process (its own Spark session), from `cwd`."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_tables_views_and_databases_outlive_the_process(tmp_path):
+    warehouse = tmp_path / "warehouse"
+    (tmp_path / "elsewhere").mkdir()
+    created = _python(f"""
+        import sql_ext
+        spark = sql_ext.session(warehouse={str(warehouse)!r})
+        spark.sql("CREATE DATABASE analytics")
+        spark.sql("CREATE TABLE analytics.ev USING DELTA AS "
+                  "SELECT id, id % 3 AS k FROM range(0, 30)")
+        spark.sql("CREATE VIEW analytics.ev_sums AS SELECT k, SUM(id) AS s FROM analytics.ev "
+                  "GROUP BY k")
+        spark.sql("CREATE TABLE plain USING DELTA AS SELECT 1 AS one")
+        spark.stop()
+        """, cwd=tmp_path)
+    assert created.returncode == 0, created.stderr[-3000:]
+    read = _python(f"""
+        import sql_ext
+        spark = sql_ext.session(warehouse={str(warehouse)!r})
+        print(sorted(r.tableName for r in spark.sql("SHOW TABLES IN analytics").collect()))
+        print(spark.sql("SELECT COUNT(*) FROM analytics.ev").first()[0])
+        print(sorted(tuple(r) for r in spark.table("analytics.ev_sums").collect()))
+        print(spark.table("default.plain").first()[0])
+        """, cwd=tmp_path / "elsewhere")
+    assert read.returncode == 0, read.stderr[-3000:]
+    assert read.stdout.splitlines()[-4:] == [
+        "['ev', 'ev_sums']", "30", "[(0, 135), (1, 145), (2, 155)]", "1"]
+    # Nothing in the working directories: the metastore and its log are in the warehouse.
+    assert (warehouse / "metastore_db").is_dir() and (warehouse / "derby.log").exists()
+    assert not (tmp_path / "metastore_db").exists() and not (tmp_path / "derby.log").exists()
+
+
+def test_a_second_process_on_an_embedded_catalog_is_a_clear_error(tmp_path):
+    warehouse = tmp_path / "warehouse"
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time, sql_ext
+        spark = sql_ext.session(warehouse={str(warehouse)!r})
+        print("open", flush=True)
+        time.sleep(600)
+        """)], cwd=tmp_path, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        start = time.monotonic()
+        second = _python(f"""
+            import sql_ext
+            from sql_ext.catalog import CatalogInUse
+            try:
+                sql_ext.session(warehouse={str(warehouse)!r})
+            except CatalogInUse as error:
+                print("refused:", error)
+            """, cwd=tmp_path, timeout=240)
+        took = time.monotonic() - start
+    finally:
+        os.killpg(holder.pid, signal.SIGKILL)
+        holder.wait(timeout=30)
+    assert "refused: the catalog of warehouse" in second.stdout, second.stderr[-3000:]
+    assert "admits one" in second.stdout
+    assert took < 120, f"the second process took {took:.0f} s to be refused"
+
+
+def _start_server(warehouse, port, log):
+    with open(log, "a") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "sql_ext.cli", "thriftserver", "--port", str(port),
+             "--warehouse", str(warehouse)],
+            stdout=out, stderr=subprocess.STDOUT, cwd=warehouse.parent,
+            start_new_session=True)
+    wait_for_port("127.0.0.1", port, timeout=120)
+    return process
+
+
+def _kill(process, port):
+    """SIGKILL to the server's process group (Python and its JVM); returns once the port is
+    free, so a restarted server is not mistaken for the dying one."""
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            time.sleep(0.2)
+        except OSError:
+            return
+    raise AssertionError(f"port {port} still answers after the server was killed")
+
+
+def test_a_killed_thrift_server_restarts_with_its_tables(tmp_path):
+    """Tables created through JDBC answer by name after the server is killed with SIGKILL
+    and started again; opening and closing JDBC sessions is fast (no metastore retries)."""
+    warehouse, port, log = tmp_path / "warehouse", _free_port(), tmp_path / "server.log"
+    process = _start_server(warehouse, port, log)
+    try:
+        with hive.connect(host="127.0.0.1", port=port) as conn:
+            cursor = conn.cursor()
+            cursor.execute("CREATE DATABASE IF NOT EXISTS shop")
+            cursor.execute("CREATE TABLE shop.orders USING DELTA AS SELECT id AS seq, "
+                           "CAST(id AS DOUBLE) AS cost FROM range(0, 12)")
+            cursor.execute("INSERT INTO shop.orders VALUES (12, 12.0)")
+        closes = []
+        for _ in range(20):
+            start = time.monotonic()
+            conn = hive.connect(host="127.0.0.1", port=port)
+            conn.cursor().execute("SELECT 1")
+            conn.close()
+            closes.append(time.monotonic() - start)
+    finally:
+        _kill(process, port)
+    print(f"20 JDBC connect/query/close cycles: {sum(closes):.2f} s, slowest {max(closes):.2f} s")
+    assert max(closes) < 5, closes  # each took ~21 s when the metastore retried at close
+    process = _start_server(warehouse, port, log)
+    try:
+        with hive.connect(host="127.0.0.1", port=port) as conn:
+            cursor = conn.cursor()
+            cursor.execute("SHOW TABLES IN shop")
+            assert [row[1] for row in cursor.fetchall()] == ["orders"]
+            cursor.execute("SELECT SUM(cost) FROM shop.orders WINDOW TUMBLING COUNT(4) "
+                           "OVER (ORDER BY seq)")
+            assert sorted(row[0] for row in cursor.fetchall()) == [6.0, 22.0, 38.0]
+    finally:
+        _kill(process, port)
