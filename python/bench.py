@@ -183,6 +183,8 @@ def _streaming_table(spark, name: str, sql: str, work: Path) -> None:
     """Runs the streaming table `name` (AVAILABLE NOW) and prints its state-size curve."""
     from sql_ext.streaming import create_streaming_table, state_curve
 
+    # The catalog persists: a table of an earlier run points into its deleted work folder.
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
     create_streaming_table(spark, name, sql, checkpoint=str(work / f"ckpt_{name}"),
                            location=str(work / name)).awaitTermination()
     print(f"    state rows per batch: {[size for _, size in state_curve(name)]}")

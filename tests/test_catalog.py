@@ -1,5 +1,5 @@
-"""The persistent catalog: what one process creates, the next one (and a restarted Thrift
-server) finds by name; a second process on an embedded catalog gets a clear error."""
+"""The persistent catalog: what a Thrift server is given, the restarted server and the next
+process find by name; a second process on an embedded catalog gets a clear error."""
 
 import os
 import signal
@@ -21,60 +21,19 @@ def _python(code: str, cwd, timeout: float = 300) -> subprocess.CompletedProcess
                           capture_output=True, text=True, timeout=timeout)
 
 
-def test_tables_views_and_databases_outlive_the_process(tmp_path):
-    warehouse = tmp_path / "warehouse"
-    (tmp_path / "elsewhere").mkdir()
-    created = _python(f"""
+def test_a_second_process_on_an_embedded_catalog_is_a_clear_error(spark, tmp_path):
+    """The test session holds its warehouse's embedded catalog: a second process is refused."""
+    warehouse = spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:")
+    start = time.monotonic()
+    second = _python(f"""
         import sql_ext
-        spark = sql_ext.session(warehouse={str(warehouse)!r})
-        spark.sql("CREATE DATABASE analytics")
-        spark.sql("CREATE TABLE analytics.ev USING DELTA AS "
-                  "SELECT id, id % 3 AS k FROM range(0, 30)")
-        spark.sql("CREATE VIEW analytics.ev_sums AS SELECT k, SUM(id) AS s FROM analytics.ev "
-                  "GROUP BY k")
-        spark.sql("CREATE TABLE plain USING DELTA AS SELECT 1 AS one")
-        spark.stop()
-        """, cwd=tmp_path)
-    assert created.returncode == 0, created.stderr[-3000:]
-    read = _python(f"""
-        import sql_ext
-        spark = sql_ext.session(warehouse={str(warehouse)!r})
-        print(sorted(r.tableName for r in spark.sql("SHOW TABLES IN analytics").collect()))
-        print(spark.sql("SELECT COUNT(*) FROM analytics.ev").first()[0])
-        print(sorted(tuple(r) for r in spark.table("analytics.ev_sums").collect()))
-        print(spark.table("default.plain").first()[0])
-        """, cwd=tmp_path / "elsewhere")
-    assert read.returncode == 0, read.stderr[-3000:]
-    assert read.stdout.splitlines()[-4:] == [
-        "['ev', 'ev_sums']", "30", "[(0, 135), (1, 145), (2, 155)]", "1"]
-    # Nothing in the working directories: the metastore and its log are in the warehouse.
-    assert (warehouse / "metastore_db").is_dir() and (warehouse / "derby.log").exists()
-    assert not (tmp_path / "metastore_db").exists() and not (tmp_path / "derby.log").exists()
-
-
-def test_a_second_process_on_an_embedded_catalog_is_a_clear_error(tmp_path):
-    warehouse = tmp_path / "warehouse"
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import sys, time, sql_ext
-        spark = sql_ext.session(warehouse={str(warehouse)!r})
-        print("open", flush=True)
-        time.sleep(600)
-        """)], cwd=tmp_path, stdout=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        assert holder.stdout.readline().strip() == "open"
-        start = time.monotonic()
-        second = _python(f"""
-            import sql_ext
-            from sql_ext.catalog import CatalogInUse
-            try:
-                sql_ext.session(warehouse={str(warehouse)!r})
-            except CatalogInUse as error:
-                print("refused:", error)
-            """, cwd=tmp_path, timeout=240)
-        took = time.monotonic() - start
-    finally:
-        os.killpg(holder.pid, signal.SIGKILL)
-        holder.wait(timeout=30)
+        from sql_ext.catalog import CatalogInUse
+        try:
+            sql_ext.session(warehouse={warehouse!r})
+        except CatalogInUse as error:
+            print("refused:", error)
+        """, cwd=tmp_path, timeout=240)
+    took = time.monotonic() - start
     assert "refused: the catalog of warehouse" in second.stdout, second.stderr[-3000:]
     assert "admits one" in second.stdout
     assert took < 120, f"the second process took {took:.0f} s to be refused"
@@ -107,8 +66,10 @@ def _kill(process, port):
 
 
 def test_a_killed_thrift_server_restarts_with_its_tables(tmp_path):
-    """Tables created through JDBC answer by name after the server is killed with SIGKILL
-    and started again; opening and closing JDBC sessions is fast (no metastore retries)."""
+    """Tables, views and databases created through JDBC answer by name after the server is
+    killed with SIGKILL and started again, and in the next process on the warehouse (started
+    from another directory); opening and closing JDBC sessions is fast (no metastore
+    retries); the metastore and its log live in the warehouse, not the working directory."""
     warehouse, port, log = tmp_path / "warehouse", _free_port(), tmp_path / "server.log"
     process = _start_server(warehouse, port, log)
     try:
@@ -118,6 +79,7 @@ def test_a_killed_thrift_server_restarts_with_its_tables(tmp_path):
             cursor.execute("CREATE TABLE shop.orders USING DELTA AS SELECT id AS seq, "
                            "CAST(id AS DOUBLE) AS cost FROM range(0, 12)")
             cursor.execute("INSERT INTO shop.orders VALUES (12, 12.0)")
+            cursor.execute("CREATE VIEW shop.big AS SELECT * FROM shop.orders WHERE cost > 9")
         closes = []
         for _ in range(20):
             start = time.monotonic()
@@ -134,9 +96,21 @@ def test_a_killed_thrift_server_restarts_with_its_tables(tmp_path):
         with hive.connect(host="127.0.0.1", port=port) as conn:
             cursor = conn.cursor()
             cursor.execute("SHOW TABLES IN shop")
-            assert [row[1] for row in cursor.fetchall()] == ["orders"]
+            assert sorted(row[1] for row in cursor.fetchall()) == ["big", "orders"]
             cursor.execute("SELECT SUM(cost) FROM shop.orders WINDOW TUMBLING COUNT(4) "
                            "OVER (ORDER BY seq)")
             assert sorted(row[0] for row in cursor.fetchall()) == [6.0, 22.0, 38.0]
     finally:
         _kill(process, port)
+    (tmp_path / "elsewhere").mkdir()
+    read = _python(f"""
+        import sql_ext
+        spark = sql_ext.session(warehouse={str(warehouse)!r})
+        print(spark.sql("SELECT COUNT(*) FROM shop.orders").first()[0])
+        print(sorted(r.seq for r in spark.table("shop.big").collect()))
+        """, cwd=tmp_path / "elsewhere")
+    assert read.returncode == 0, read.stderr[-3000:]
+    assert read.stdout.splitlines()[-2:] == ["13", "[10, 11, 12]"]
+    assert (warehouse / "metastore_db").is_dir() and (warehouse / "derby.log").exists()
+    for folder in (tmp_path, tmp_path / "elsewhere"):
+        assert not (folder / "metastore_db").exists() and not (folder / "derby.log").exists()
