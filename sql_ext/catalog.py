@@ -61,12 +61,15 @@ def java_options(warehouse: Path) -> str:
 def check_open(spark, warehouse: Path) -> None:
     """Opens the catalog now, so a warehouse whose embedded catalog another process holds is a
     clear error at session start, not a failure at some later statement."""
+    embedded = spark.conf.get("spark.hadoop.javax.jdo.option.ConnectionURL", "") \
+        .startswith("jdbc:derby:")
     try:
         spark.catalog.listDatabases()
     except Exception as error:  # noqa: BLE001 - py4j wraps the Hive client's exceptions
         text = str(error)
-        if "XSDB6" in text or "Another instance of Derby" in text \
-                or "Unable to instantiate" in text or "Failed to start database" in text:
+        # Only Derby's lock means "another process": an external metastore's failure is its own.
+        if embedded and ("XSDB6" in text or "Another instance of Derby" in text
+                or "Unable to instantiate" in text or "Failed to start database" in text):
             raise CatalogInUse(
                 f"the catalog of warehouse {warehouse} ({warehouse / 'metastore_db'}) is open "
                 "in another process: Derby, the embedded metastore, admits one. Stop that "
