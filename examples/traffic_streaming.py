@@ -49,9 +49,9 @@ def main(spark, work: Path) -> list:
         create_streaming_table(spark, "max_flow", QUERY, checkpoint=str(work / "checkpoint"),
                                location=str(work / "max_flow")).awaitTermination()
         print(f"after file {index}:")
-        spark.table("max_flow").drop("_sx_key").orderBy("freeway", "time_start") \
+        spark.table("max_flow").orderBy("freeway", "time_start") \
             .show(truncate=False)
-    return spark.table("max_flow").drop("_sx_key").collect()
+    return spark.table("max_flow").collect()
 
 
 if __name__ == "__main__":

@@ -179,15 +179,15 @@ def _compare(spark, label: str, total: int, native, ours) -> None:
           "the per-batch Delta commit both sides pay)")
 
 
-def _streaming_table(spark, name: str, sql: str, work: Path) -> None:
-    """Runs the streaming table `name` (AVAILABLE NOW) and prints its state-size curve."""
+def _streaming_table(spark, name: str, sql: str, work: Path, replace: bool = True) -> None:
+    """Runs the streaming table `name` (AVAILABLE NOW; a new one unless `replace` is False) and
+    prints its state-size curve."""
     from sql_ext.streaming import create_streaming_table, state_curve
 
     # The catalog persists: a table of an earlier run points into its deleted work folder.
-    spark.sql(f"DROP TABLE IF EXISTS {name}")
     create_streaming_table(spark, name, sql, checkpoint=str(work / f"ckpt_{name}"),
-                           location=str(work / name)).awaitTermination()
-    print(f"    state rows per batch: {[size for _, size in state_curve(name)]}")
+                           location=str(work / name), replace=replace).awaitTermination()
+    print(f"    state rows per batch: {[size for _, size in state_curve(spark, name)]}")
 
 
 def streaming_benchmark(spark, rows: int, parts: int) -> None:
@@ -208,9 +208,10 @@ def streaming_benchmark(spark, rows: int, parts: int) -> None:
     spark.sql("SELECT 0L AS seq, 0L AS k, 0.5D AS x, TIMESTAMP_SECONDS(UNIX_SECONDS(MAX(ts)) "
               f"+ 3600) AS ts FROM delta.`{source}`") \
         .write.format("delta").mode("append").save(source)
-    ours()
+    _streaming_table(spark, "bench_stream_out", PANES_TABLE, work, replace=False)
     print(f"  state rows once the watermark passed every pane: "
-          f"{state_curve('bench_stream_out')[-1][1]} (the panes and clock of that one tuple)")
+          f"{state_curve(spark, 'bench_stream_out')[-1][1]} "
+          "(the panes and clock of that one tuple)")
     shutil.rmtree(work, ignore_errors=True)
 
 

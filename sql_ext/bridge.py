@@ -1,19 +1,23 @@
-"""The one py4j bridge: registers the Python rewriter with the JVM's RewritingParser.
+"""The one py4j bridge, both ways.
 
-The JVM calls `rewrite` only for statements Spark's own parser rejected (or parsed as its own
-CREATE STREAMING TABLE), and `execute` when it runs a streaming statement. The answer protocol
-is documented on io.sqlext.parser.SqlRewriter.
+JVM to Python: registers the Python rewriter with the JVM's RewritingParser, which calls
+`rewrite` only for statements Spark's own parser rejected (or parsed as its own CREATE
+STREAMING TABLE), and `execute` when it runs a streaming statement. The answer protocol is
+documented on io.sqlext.parser.SqlRewriter.
+
+Python to JVM: every call into the extension's Scala objects goes through the functions below,
+so the border between the two languages is this one file.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 
 from pyspark import SparkContext
 from pyspark.java_gateway import ensure_callback_server_started
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
-from sql_ext import statements
 from sql_ext.dialect import has_window_clause
 from sql_ext.errors import WindowSqlError
 from sql_ext.rewrite import rewrite
@@ -23,6 +27,8 @@ log = logging.getLogger("sql_ext")
 
 def answer(sql: str) -> str:
     """The JVM-facing answer for one statement text."""
+    from sql_ext import statements  # the statements run streams, which call this module
+
     try:
         statement = statements.statement_of(sql)
         if statement is not None:
@@ -42,6 +48,8 @@ class _Rewriter:
         return answer(sql_text)
 
     def execute(self, sql_text: str, jsession) -> str:
+        from sql_ext import statements
+
         spark = SparkSession(SparkContext._active_spark_context, jsession)
         return statements.answer_execute(sql_text, spark)
 
@@ -65,3 +73,46 @@ def register(spark: SparkSession) -> None:
         raise RuntimeError(
             "the sql_ext extension jar is not on this session's classpath: build the session "
             "with sql_ext.session() or sql_ext.configure(builder)") from error
+
+
+def _jvm(spark: SparkSession):
+    return spark.sparkContext._jvm
+
+
+def partial_aggregate_kinds(spark: SparkSession, facts: list[dict]) -> str | None:
+    """PartialAggregates' decision (shared with the batch rule) for the aggregates `facts`."""
+    return _jvm(spark).io.sqlext.optimizer.PartialAggregates.kindsJson(json.dumps(facts))
+
+
+def stream_firings(spark: SparkSession, tuples: DataFrame, spec: dict,
+                   checkpoint: str) -> DataFrame:
+    """The stream of firings of the window `spec` over the stream `tuples`."""
+    return DataFrame(_jvm(spark).io.sqlext.streaming.StreamingWindows.firings(
+        tuples._jdf, json.dumps(spec), checkpoint), spark)
+
+
+def stream_catalog(spark: SparkSession):
+    """io.sqlext.streaming.StreamCatalog: streaming tables' catalog properties, running
+    queries by table (so DROP TABLE stops them), failures recorded."""
+    return _jvm(spark).io.sqlext.streaming.StreamCatalog
+
+
+def stream_progress(spark: SparkSession):
+    """io.sqlext.streaming.StreamProgress: per-query totals, drop counters, state curves."""
+    return _jvm(spark).io.sqlext.streaming.StreamProgress
+
+
+def java_map(spark: SparkSession, values: dict):
+    """A java.util.HashMap of `values` (None values stay null)."""
+    result = _jvm(spark).java.util.HashMap()
+    for key, value in values.items():
+        result.put(key, value)
+    return result
+
+
+def delete_path(spark: SparkSession, path: str) -> bool:
+    """Deletes a directory tree through Hadoop's file system (local or remote)."""
+    jvm = _jvm(spark)
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    return fs.delete(hadoop_path, True)

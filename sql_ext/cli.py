@@ -37,6 +37,12 @@ def thriftserver(args) -> int:
     start_thrift_server(spark, args.host, args.port)
     print(f"sql-ext Thrift server on jdbc:hive2://{args.host}:{args.port}/default "
           "(Ctrl-C to stop)", flush=True)
+    if args.resume:
+        from sql_ext.streaming import resume
+
+        started = resume(spark)
+        print(f"resumed {len(started)} streaming table(s): {', '.join(started) or '-'}",
+              flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
@@ -70,6 +76,8 @@ def main(argv=None) -> int:
     server.add_argument("--port", type=int, default=10000)
     server.add_argument("--warehouse", default=None)
     server.add_argument("--metastore", default=None, help=METASTORE_HELP)
+    server.add_argument("--no-resume", dest="resume", action="store_false",
+                        help="do not start the catalog's TRIGGER EVERY streaming tables")
     server.set_defaults(run=thriftserver)
     show = commands.add_parser("transpile", help="print the plain Spark SQL of windowed SQL")
     show.add_argument("sql", help="the statement, or - for standard input")

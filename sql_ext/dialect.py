@@ -7,10 +7,12 @@
 
 and the streaming statements of spec/sql.md section 5:
 
-    CREATE STREAMING TABLE <name> [LOCATION '<path>'] [CHECKPOINT '<path>']
+    CREATE [OR REPLACE] STREAMING TABLE <name> [LOCATION '<path>'] [CHECKPOINT '<path>']
       [TRIGGER AVAILABLE NOW | TRIGGER EVERY <duration>] AS <windowed query over STREAM(...)>
     SHOW STREAMS
     STOP STREAM <name>
+    REFRESH STREAMING TABLE <name>
+    DROP STREAMING TABLE [IF EXISTS] <name>
 
 It only extends sqlglot's tables: `WINDOW` followed by TUMBLING, SLIDING or TIME_INTERVAL
 becomes an `SplWindow` node under the SELECT's "sx_window" arg; any other `WINDOW` keeps its
@@ -66,7 +68,8 @@ class CreateStreamingTable(exp.Expression):
     """CREATE STREAMING TABLE: `this` the table, `expression` the windowed SELECT."""
 
     arg_types = {"this": True, "expression": True, "location": False, "checkpoint": False,
-                 "trigger": False}  # trigger: None (AVAILABLE NOW) or a duration expression
+                 "trigger": False,  # None (AVAILABLE NOW) or a duration expression
+                 "replace": False, "query_start": False}  # where the query's text starts
 
 
 class ShowStreams(exp.Expression):
@@ -75,6 +78,14 @@ class ShowStreams(exp.Expression):
 
 class StopStream(exp.Expression):
     arg_types = {"this": True}
+
+
+class RefreshStreamingTable(exp.Expression):
+    arg_types = {"this": True}
+
+
+class DropStreamingTable(exp.Expression):
+    arg_types = {"this": True, "exists": False}
 
 
 def mark_position(node: exp.Expression, token) -> exp.Expression:
@@ -103,6 +114,16 @@ class SqlExtParser(SparkParser):
         start = self._curr
         if self._match_text_seq("CREATE", "STREAMING", "TABLE"):
             return mark_position(self._parse_create_streaming_table(), start)
+        if self._match_text_seq("CREATE", "OR", "REPLACE", "STREAMING", "TABLE"):
+            statement = self._parse_create_streaming_table()
+            statement.set("replace", True)
+            return mark_position(statement, start)
+        if self._match_text_seq("REFRESH", "STREAMING", "TABLE"):
+            return mark_position(RefreshStreamingTable(this=self._parse_table_parts()), start)
+        if self._match_text_seq("DROP", "STREAMING", "TABLE"):
+            exists = self._match_text_seq("IF", "EXISTS")
+            return mark_position(DropStreamingTable(this=self._parse_table_parts(),
+                                                    exists=exists), start)
         if start.token_type == TokenType.SHOW and self._next is not None \
                 and self._next.text.strip().upper() == "STREAMS":  # SHOW's tail is one string
             self._advance(2)
@@ -136,6 +157,8 @@ class SqlExtParser(SparkParser):
                 found = token.text if token else "end of statement"
                 raise error_at(token or self._prev, "expected LOCATION, CHECKPOINT, TRIGGER or "
                                                     f"AS in CREATE STREAMING TABLE, found {found}")
+        if self._curr is not None:
+            statement.set("query_start", self._curr.start)
         statement.set("expression", self._parse_select())
         return statement
 

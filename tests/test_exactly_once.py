@@ -69,7 +69,9 @@ def test_kill_in_the_middle_of_a_batch_and_restart(spark, tmp_path, query):
         expected = sorted((k, s, t, i, len(ids), min(ids), max(ids), total)
                           for k, s, t, i, ids, total in expected)
     assert sorted(_pane_rows(r, query) for r in table.collect()) == expected
-    assert table.count() == table.select("_sx_key").distinct().count()  # nothing doubled
+    # Nothing doubled; the SELECT list carries the pane's key (k, PANE_START()): no key column.
+    assert table.count() == table.select("k", "s").distinct().count()
+    assert "_pane_key" not in table.columns
 
 
 def test_tumbling_count_window_survives_a_kill(spark, tmp_path):
@@ -171,7 +173,7 @@ def test_killed_at_random_moments_while_a_feeder_appends(spark, tmp_path, seed, 
             .write.format("delta").mode("append").save(str(source))
     # Drains what is left, in one micro-batch: a backlog.
     _run_driver(tmp_path, dict(os.environ, SQL_EXT_DRIVER_BACKLOG="1"), query=query)
-    table = spark.read.format("delta").load(str(tmp_path / "sink")).drop("_sx_key")
+    table = spark.read.format("delta").load(str(tmp_path / "sink"))
     expected = [tuple(tuple(v) if isinstance(v, list) else v for v in r) for r in
                 spark.sql(QUERIES_OVER_SOURCE[query].format(source=source))
                 .select(*table.columns).collect()]

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sql_ext.streaming import create_streaming_table, show_streams
+from sql_ext.streaming import create_streaming_table, stream_status
 
 WINDOWS = [
     "TUMBLING COUNT(5)",
@@ -93,7 +93,7 @@ def _stream_cut(spark, tmp_path_factory, appends, runs, max_files, query_over):
         reader.table(source).createOrReplaceTempView(f"cut_view_{n}")
         create_streaming_table(spark, sink, query_over(f"STREAM(cut_view_{n})"),
                                checkpoint=checkpoint).awaitTermination()
-    got = _rows(spark.table(sink).drop("_sx_key")) if spark.catalog.tableExists(sink) else []
+    got = _rows(spark.table(sink)) if spark.catalog.tableExists(sink) else []
     return source, sink, got
 
 
@@ -108,7 +108,7 @@ def test_streaming_equals_batch_however_cut(spark, tmp_path_factory, window, ord
     source, sink, got = _stream_cut(spark, tmp_path_factory, appends, runs, max_files,
                                     lambda stream: _query(template, stream, window, ordered))
     assert got == _rows(spark.sql(_query(template, source, window, ordered)))
-    stream = next(s for s in show_streams() if s["name"] == sink)
+    stream = stream_status(spark, sink)
     assert stream["out_of_order_rows"] == 0
 
 
@@ -139,7 +139,7 @@ def test_watermark_by_markers_stream_as_batch_however_cut(spark, tmp_path_factor
         if (row[0], row[1]) not in last or last[(row[0], row[1])][2] < row[2]:
             last[(row[0], row[1])] = row
     assert got == sorted(last.values())
-    stream = next(s for s in show_streams() if s["name"] == sink)
+    stream = stream_status(spark, sink)
     assert stream["out_of_order_rows"] == 0
 
 
@@ -174,7 +174,7 @@ def test_rows_below_an_earlier_micro_batch_are_counted(spark, tmp_path):
     got = sorted((r.w, list(r.ids), list(r.os)) for r in spark.table("ooo_out").collect())
     # Batch 1 sorted: 10, 20, 30 | 40. Batch 2 sorted: 5 (late), 35, 50 after 40.
     assert got == [(0, [1, 2, 3], [10, 20, 30]), (1, [4, 5, 7], [40, 5, 35])]
-    stream = next(s for s in show_streams() if s["name"] == "ooo_out")
+    stream = stream_status(spark, "ooo_out")
     assert stream["out_of_order_rows"] == 2  # 5 and 35 are below 40
 
 
@@ -218,7 +218,7 @@ def test_bigint_sums_past_2_53_are_exact_in_batch_and_streaming(spark, tmp_path)
     expected = sorted((w + 2, sum(values[w:w + 3]), values[w], values[w + 2],
                        sum(values[w:w + 3]) / 3) for w in range(6))
     batch = sorted(tuple(r) for r in spark.sql(query.format(source="big_src")).collect())
-    streamed = sorted(tuple(r) for r in spark.table("big_out").drop("_sx_key").collect())
+    streamed = sorted(tuple(r) for r in spark.table("big_out").collect())
     assert [r[:4] for r in batch] == [r[:4] for r in expected]  # exact: no rounding at all
     assert batch == streamed
     assert "WindowAggregate" in spark.sql(query.format(source="big_src"))._jdf \
@@ -245,7 +245,7 @@ def test_window_spec_contract_between_python_and_scala(spark):
     import json
 
     from sql_ext.rewrite import lower_parts, parse
-    from sql_ext.streaming import _partial_aggregates
+    from sql_ext.stream_plan import partial_aggregates
 
     read = set(spark.sparkContext._jvm.io.sqlext.window.WindowSpec.JsonFields().mkString(",")
                .split(","))
@@ -262,8 +262,7 @@ def test_window_spec_contract_between_python_and_scala(spark):
         written |= set(lowered.spec)
     streaming = lower_parts(parse("SELECT SUM(x) FROM STREAM(t) WINDOW TUMBLING COUNT(3)")[0],
                             streaming=True)
-    streaming.spec["aggregates"] = _partial_aggregates(streaming, {"x": "int"},
-                                                     spark.sparkContext._jvm)
+    streaming.spec["aggregates"] = partial_aggregates(streaming, {"x": "int"}, spark)
     written |= set(streaming.spec)
     assert written == read
     with pytest.raises(Exception, match="not read by the JVM extension"):

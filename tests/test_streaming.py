@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, settings
 import pytest
 
 import sql_ext
-from sql_ext.streaming import create_streaming_table, show_streams
+from sql_ext.streaming import create_streaming_table, stream_status
 
 T0 = datetime.datetime(2020, 1, 1)
 QUERY = """
@@ -155,8 +155,8 @@ def test_stream_progress_is_visible(spark, tmp_path):
     query = create_streaming_table(spark, "progress_out", QUERY.format(source="progress_src"),
                                    checkpoint=str(tmp_path / "ckpt"))
     query.awaitTermination()
-    stream = next(s for s in show_streams() if s["name"] == "progress_out")
-    assert stream["watermark"] and not stream["active"]
+    stream = stream_status(spark, "progress_out")
+    assert stream["watermark"] and stream["state"] == "STOPPED"
     assert spark.table("progress_out").count() == 2  # [100,110) and [95,105) fired for a@105
 
 
@@ -221,5 +221,27 @@ def test_late_tuples_drop_under_the_batch_watermark(spark, tmp_path, query):
         sorted((k, s, t, i) for k, s, t, i, _, _ in _expected(batches)) == \
         [("a", 95.0, "ON_TIME", 0), ("a", 100.0, "ON_TIME", 0), ("a", 195.0, "ON_TIME", 0),
          ("a", 200.0, "ON_TIME", 0)]
-    stream = next(s for s in show_streams() if s["name"] == sink)
+    stream = stream_status(spark, sink)
     assert (stream["late_dropped"], stream["not_windowed"]) == (1, 1)
+
+
+def test_a_select_without_the_pane_key_gets_a_key_column(spark, tmp_path_factory):
+    """Late re-firings replace rows by the partition keys, group keys and pane the SELECT list
+    carries; a SELECT without them (here no partition key) gets the documented `_pane_key`
+    column, and re-firings still replace their pane's row. The oracle: the keyed query."""
+    keyed = _run_batches(spark, tmp_path_factory, FIXED, QUERY)
+    unkeyed = QUERY.replace("SELECT k, PANE_START() AS s", "SELECT PANE_START() AS s")
+    rows = _run_batches(spark, tmp_path_factory, FIXED, unkeyed)
+    assert "_pane_key" not in keyed[0].asDict() and "_pane_key" in rows[0].asDict()
+    assert [r._pane_key.p0 for r in rows].count("a") == [r.k for r in keyed].count("a")
+    assert sorted((r._pane_key.p0, r.s, r.t, r.i, tuple(r.ids)) for r in rows) \
+        == sorted((r.k, r.s, r.t, r.i, tuple(r.ids)) for r in keyed)
+    assert any(r.i > 0 for r in keyed)  # late tuples did re-fire panes
+
+
+FIXED = [
+    [{"id": 1, "k": "a", "ts": 101, "v": 1.0}, {"id": 2, "k": "b", "ts": 103, "v": 2.0},
+     {"id": 3, "k": "a", "ts": 112, "v": 3.0}],
+    [{"id": 4, "k": "a", "ts": 108, "v": 4.0}, {"id": 5, "k": "b", "ts": 125, "v": 5.0}],
+    [{"id": 6, "k": "b", "ts": 121, "v": 6.0}, {"id": 7, "k": "a", "ts": 150, "v": 7.0}],
+]

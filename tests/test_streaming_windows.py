@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sql_ext.streaming import create_streaming_table, show_streams, stop_stream
+from sql_ext.streaming import create_streaming_table, stop_stream, stream_status
 
 WINDOWS = [
     "TUMBLING COUNT(3)",
@@ -142,10 +142,6 @@ def _wait(condition, timeout=90.0, what="condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def _stream(name):
-    return next(s for s in show_streams() if s["name"] == name)
-
-
 def _sink_rows(spark, name, columns):
     if not spark.catalog.tableExists(name):
         return []
@@ -175,7 +171,7 @@ def test_tumbling_time_fires_by_the_clock_and_after_a_restart(spark, tmp_path):
     start()
     _wait_for_phase(10, 0.5, 1.5)
     _append(spark, "time_src", [(1, "a", 1.0), (2, "a", 1.0)])
-    _wait(lambda: (_stream("time_out")["rows_in"] or 0) >= 2, what="the first batch")
+    _wait(lambda: (stream_status(spark, "time_out")["rows_in"] or 0) >= 2, what="the first batch")
     tick = (time.time() // 10 + 1) * 10
     assert tick - time.time() >= 0.5  # the margin the next check relies on
     assert _sink_rows(spark, "time_out", columns) == []  # before the tick: nothing
@@ -186,8 +182,8 @@ def test_tumbling_time_fires_by_the_clock_and_after_a_restart(spark, tmp_path):
     # Down across a tick: the next window's tuples are in the checkpoint, and fire at restart.
     _wait_for_phase(10, 0.5, 1.5)
     _append(spark, "time_src", [(3, "a", 1.0)])
-    _wait(lambda: (_stream("time_out")["rows_in"] or 0) >= 3, what="the second batch")
-    stop_stream("time_out")
+    _wait(lambda: (stream_status(spark, "time_out")["rows_in"] or 0) >= 3, what="the second batch")
+    stop_stream(spark, "time_out")
     assert _sink_rows(spark, "time_out", columns) == [(2, 1, 0)]
     tick = (time.time() // 10 + 1) * 10
     time.sleep(max(0.0, tick - time.time()) + 0.5)  # the query is down past its tick
@@ -196,7 +192,7 @@ def test_tumbling_time_fires_by_the_clock_and_after_a_restart(spark, tmp_path):
     _wait(lambda: len(_sink_rows(spark, "time_out", columns)) == 2, what="the overdue tick")
     assert time.time() - restarted < 9.5  # before the following tick could have fired it
     assert _sink_rows(spark, "time_out", columns) == [(1, 3, 1), (2, 1, 0)]
-    stop_stream("time_out")
+    stop_stream(spark, "time_out")
 
 
 def _start_clocked(spark, tmp_path, name, window):
@@ -222,7 +218,7 @@ def test_partition_eviction_age_by_the_wall_clock(spark, tmp_path):
         assert _sink_rows(spark, "age_out", ("k", "n", "e")) == [("a", 1, "EVICTED"),
                                                                   ("b", 3, "FLUSH")]
     finally:
-        stop_stream("age_out")
+        stop_stream(spark, "age_out")
 
 
 def test_time_window_with_partition_count_eviction(spark, tmp_path):
@@ -239,7 +235,7 @@ def test_time_window_with_partition_count_eviction(spark, tmp_path):
         assert _sink_rows(spark, "tcount_out", ("k", "n", "e")) == [("a", 2, "EVICTED"),
                                                                      ("b", 1, "FLUSH")]
     finally:
-        stop_stream("tcount_out")
+        stop_stream(spark, "tcount_out")
 
 
 PARTIAL_QUERY = ("SELECT k, WINDOW_ID() AS w, SUM(v) AS s, COUNT(*) AS c, MIN(v) AS lo, "
@@ -268,12 +264,12 @@ def test_partial_aggregates_equal_batch(spark, tmp_path_factory, window, batches
 def test_which_queries_take_partial_aggregates(spark):
     """The facts are gathered from sqlglot's tree; the decision is the JVM's, the batch rule's."""
     from sql_ext.rewrite import lower_parts, parse
-    from sql_ext.streaming import _aggregate_inputs, _partial_aggregates
+    from sql_ext.stream_plan import aggregate_inputs, partial_aggregates
 
     def partials(sql, types):
         lowered = lower_parts(parse(sql)[0], streaming=True)
-        _aggregate_inputs(lowered)
-        found = _partial_aggregates(lowered, types, spark.sparkContext._jvm)
+        aggregate_inputs(lowered)
+        found = partial_aggregates(lowered, types, spark)
         return found, lowered.outer.sql("spark")
 
     window = "FROM STREAM(t) WINDOW SLIDING COUNT(3) TRIGGER COUNT(1) OVER (PARTITION BY k)"

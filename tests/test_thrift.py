@@ -99,7 +99,7 @@ def test_streaming_table_statements_over_thrift(server):
                                      ("b", "2020-01-01 00:00:10", 4.0)]
         cursor.execute("SHOW STREAMS")
         rows = {row[0]: row for row in cursor.fetchall()}
-        assert rows["thrift_sums"][1] is False and rows["thrift_sums"][3] == 4
+        assert rows["default.thrift_sums"][1] == "STOPPED" and rows["default.thrift_sums"][4] == 4
         with pytest.raises(Exception, match="STOP STREAM thrift_sums: no streaming table"):
             cursor.execute("STOP STREAM thrift_sums")
         cursor.execute("SELECT COUNT(*) FROM thrift_events")

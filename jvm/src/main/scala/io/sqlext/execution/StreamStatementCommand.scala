@@ -10,9 +10,9 @@ import org.json4s._
 import org.json4s.jackson.JsonMethods
 
 /**
- * CREATE STREAMING TABLE, SHOW STREAMS or STOP STREAM (sql.md section 5). Streams are run by the
- * Python side (foreachBatch and the Delta MERGE live there), so running the command hands the
- * statement and the client's own session back to the rewriter.
+ * A streaming statement of sql.md section 5 (CREATE, SHOW, STOP, REFRESH, DROP). Streams are
+ * run by the Python side (foreachBatch and the Delta MERGE live there), so running the command
+ * hands the statement and the client's own session back to the rewriter.
  */
 case class StreamStatementCommand(kind: String, sqlText: String) extends LeafRunnableCommand {
 
@@ -38,13 +38,15 @@ case class StreamStatementCommand(kind: String, sqlText: String) extends LeafRun
 object StreamStatementCommand {
   /** The columns of SHOW STREAMS, as sql_ext.streaming.STREAM_COLUMNS lists them. */
   val ShowColumns: Seq[StructField] = Seq(
-    StructField("name", StringType), StructField("active", BooleanType),
+    StructField("name", StringType), StructField("state", StringType),
+    StructField("trigger", StringType),
     StructField("batch", LongType), StructField("rows_in", LongType),
     StructField("rows_out", LongType), StructField("watermark", StringType),
     StructField("state_rows", LongType), StructField("state_bytes", LongType),
     StructField("late_dropped", LongType), StructField("not_windowed", LongType),
-    StructField("out_of_order_rows", LongType),
-    StructField("checkpoint", StringType))
+    StructField("out_of_order_rows", LongType), StructField("last_progress", StringType),
+    StructField("last_error", StringType), StructField("last_error_time", StringType),
+    StructField("checkpoint", StringType), StructField("location", StringType))
 
   private def value(json: JValue, dataType: DataType): Any = (json, dataType) match {
     case (JNull | JNothing, _) => null

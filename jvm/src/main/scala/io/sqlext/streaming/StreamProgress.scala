@@ -58,7 +58,8 @@ object StreamProgress {
 
   private object Listener extends StreamingQueryListener {
     override def onQueryStarted(event: QueryStartedEvent): Unit = ()
-    override def onQueryTerminated(event: QueryTerminatedEvent): Unit = ()
+    override def onQueryTerminated(event: QueryTerminatedEvent): Unit =
+      StreamCatalog.terminated(event.id.toString, event.exception)
 
     override def onQueryProgress(event: QueryProgressEvent): Unit = {
       val p = event.progress

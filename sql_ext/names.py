@@ -1,0 +1,31 @@
+"""Table names as Spark reads them back, qualified or not."""
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+
+from sql_ext.errors import WindowSqlError
+
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def table_name(name: str) -> str:
+    """`db`.`t` -> db.t; parts that need quoting keep their backquotes (`my table` stays
+    quoted, `a``b` escaped)."""
+    try:
+        table = exp.to_table(name, dialect="spark")
+    except Exception as error:  # noqa: BLE001 - sqlglot's errors name no table
+        raise WindowSqlError(f"{name!r} is not a table name: {error}") from None
+    return ".".join(quote(part.name) for part in table.parts)
+
+
+def quote(part: str) -> str:
+    """One name part, backquoted when Spark needs it."""
+    return part if _PLAIN_NAME.match(part) else "`" + part.replace("`", "``") + "`"
+
+
+def table_key(name: str) -> str:
+    """One key per table however its name is written (Spark's names are case-insensitive)."""
+    return table_name(name).lower()

@@ -1,0 +1,167 @@
+"""Streaming tables as objects of the catalog (spec/sql.md section 5).
+
+A streaming table's definition (its query as written, trigger, location as given, checkpoint)
+and its recorded state are properties of the table's catalog entry, under `sql_ext.stream`:
+
+    sql_ext.stream.query.0, .1, ...  the windowed SELECT, in parts of at most 3,000 characters
+    sql_ext.stream.trigger           AVAILABLE NOW | EVERY <seconds> SECONDS
+    sql_ext.stream.checkpoint        the checkpoint directory
+    sql_ext.stream.location          the LOCATION given, or absent (a managed table)
+    sql_ext.stream.id                the stream's incarnation (Delta's txnAppId of its commits)
+    sql_ext.stream.state             RUNNING | STOPPED | FAILED, as last recorded
+    sql_ext.stream.error, .error_time   the last failure (recorded by the JVM when it happens)
+
+so they outlive the process, and SHOW STREAMS of any process on the catalog lists them. The
+metastore's own table parameters (not Delta's table properties) hold them: listing them is one
+metastore call per database, and no Delta log is read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+from sql_ext import bridge
+from sql_ext.names import quote
+
+PREFIX = "sql_ext.stream"
+QUERY_PART = 3000  # metastore parameter values were VARCHAR(4000) in older schemas
+AVAILABLE_NOW = "available_now"
+
+
+@dataclass(frozen=True)
+class Definition:
+    query: str  # the windowed SELECT over FROM STREAM(...), as written
+    trigger: str | float  # AVAILABLE_NOW or seconds between micro-batches
+    checkpoint: str
+    location: str | None  # as given; None: the catalog's managed location
+
+    @property
+    def continuous(self) -> bool:
+        return self.trigger != AVAILABLE_NOW
+
+    def trigger_text(self) -> str:
+        if not self.continuous:
+            return "AVAILABLE NOW"
+        return f"EVERY {repr(float(self.trigger)).removesuffix('.0')} SECONDS"
+
+    def properties(self) -> dict[str, str]:
+        query = self.query.strip().rstrip(";").strip()
+        parts = [query[i:i + QUERY_PART] for i in range(0, len(query), QUERY_PART)] or [""]
+        props = {f"{PREFIX}.query.{i}": part for i, part in enumerate(parts)}
+        props.update({f"{PREFIX}.trigger": self.trigger_text(),
+                      f"{PREFIX}.checkpoint": self.checkpoint})
+        if self.location:
+            props[f"{PREFIX}.location"] = self.location
+        return props
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]) -> Definition:
+        parts = sorted((int(k.rsplit(".", 1)[1]), v) for k, v in props.items()
+                       if k.startswith(f"{PREFIX}.query."))
+        trigger = props.get(f"{PREFIX}.trigger", "AVAILABLE NOW")
+        return cls(query="".join(v for _, v in parts),
+                   trigger=AVAILABLE_NOW if trigger == "AVAILABLE NOW"
+                   else float(trigger.split()[1]),
+                   checkpoint=props.get(f"{PREFIX}.checkpoint", ""),
+                   location=props.get(f"{PREFIX}.location"))
+
+    def differences(self, given: Definition) -> list[str]:
+        """What `given` changes in this (stored) definition, in words; [] when nothing."""
+        found = []
+        if " ".join(self.query.rstrip(";").split()) != " ".join(given.query.rstrip(";").split()):
+            found.append(f"the query is\n  {self.query.strip()}\nnot\n  {given.query.strip()}")
+        if self.trigger != given.trigger:
+            found.append(f"TRIGGER is {self.trigger_text()}, not {given.trigger_text()}")
+        if self.checkpoint != given.checkpoint:
+            found.append(f"CHECKPOINT is '{self.checkpoint}', not '{given.checkpoint}'")
+        if (self.location or None) != (given.location or None):
+            found.append(f"LOCATION is {_location_text(self.location)}, not "
+                         f"{_location_text(given.location)}")
+        return found
+
+
+def _location_text(location: str | None) -> str:
+    return f"'{location}'" if location else "the catalog's (none given)"
+
+
+@dataclass
+class Entry:
+    """A streaming table as the catalog records it."""
+
+    db: str
+    table: str
+    definition: Definition
+    stream_id: str
+    state: str
+    error: str | None
+    error_time: str | None
+
+    @property
+    def name(self) -> str:
+        return f"{quote(self.db)}.{quote(self.table)}"
+
+    @property
+    def key(self) -> str:
+        return f"{self.db}.{self.table}"
+
+
+def identify(spark: SparkSession, name: str) -> tuple[str, str]:
+    """(database, table) of `name` as `spark` resolves it, in the catalog's spelling."""
+    db, table = bridge.stream_catalog(spark).identify(spark._jsparkSession, name)
+    return db, table
+
+
+def read(spark: SparkSession, db: str, table: str) -> dict[str, str]:
+    """The table's sql_ext.stream properties ({} for a table that is not a streaming table)."""
+    return dict(bridge.stream_catalog(spark).properties(spark._jsparkSession, db, table))
+
+
+def entry(db: str, table: str, props: dict[str, str]) -> Entry:
+    return Entry(db, table, Definition.from_properties(props), props.get(f"{PREFIX}.id", ""),
+                 props.get(f"{PREFIX}.state", "STOPPED"), props.get(f"{PREFIX}.error"),
+                 props.get(f"{PREFIX}.error_time"))
+
+
+def write(spark: SparkSession, db: str, table: str, changes: dict[str, str | None]) -> None:
+    """Sets properties of the table's catalog entry; a None value removes one."""
+    bridge.stream_catalog(spark).update(spark._jsparkSession, db, table,
+                                        bridge.java_map(spark, changes))
+
+
+def define(spark: SparkSession, db: str, table: str, definition: Definition,
+           stream_id: str) -> None:
+    old = read(spark, db, table)
+    changes: dict[str, str | None] = {k: None for k in old if k.startswith(f"{PREFIX}.query.")}
+    changes.update(definition.properties())
+    changes.update({f"{PREFIX}.id": stream_id, f"{PREFIX}.state": "STOPPED"})
+    write(spark, db, table, changes)
+
+
+def record_state(spark: SparkSession, entry: Entry, state: str) -> None:
+    """Records `state` unless it is already the recorded one (a metastore write saved)."""
+    if entry.state != state:
+        write(spark, entry.db, entry.table, {f"{PREFIX}.state": state})
+        entry.state = state
+
+
+def record_failure(spark: SparkSession, entry: Entry, message: str, when: str) -> None:
+    write(spark, entry.db, entry.table, {f"{PREFIX}.state": "FAILED",
+                                         f"{PREFIX}.error": message[:QUERY_PART],
+                                         f"{PREFIX}.error_time": when})
+
+
+def entries(spark: SparkSession) -> list[Entry]:
+    """Every streaming table of the catalog (one metastore call per database)."""
+    found = []
+    for row in bridge.stream_catalog(spark).list(spark._jsparkSession):
+        row = list(row)
+        found.append(entry(row[0], row[1], dict(zip(row[2::2], row[3::2]))))
+    return found
+
+
+def last_commit(spark: SparkSession, checkpoint: str) -> tuple[int, int] | None:
+    """(batch id, commit time in ms) of the stream's last committed micro-batch, or None."""
+    found = list(bridge.stream_catalog(spark).lastCommit(spark._jsparkSession, checkpoint))
+    return (found[0], found[1]) if found else None

@@ -1,0 +1,283 @@
+"""The rewrites of a streaming table's query: the windowed SELECT over FROM STREAM(source)
+taken apart into the tuples the window processor reads (helper columns, only the columns the
+aggregation reads), and the aggregation over each micro-batch's firings, merging one partial
+row per firing where every aggregate has partials. Pure sqlglot, except two questions to the
+JVM through the bridge (the firings' operator, which aggregates have partials).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from sqlglot import exp
+
+from sql_ext import bridge
+from sql_ext.errors import WindowSqlError
+from sql_ext.names import table_key
+from sql_ext.rewrite import LoweredWindow, lower_parts, parse, stream_source
+
+log = logging.getLogger("sql_ext")
+# The column that identifies a pane's row when the SELECT list does not carry the partition
+# keys, the GROUP BY keys and the pane (PANE_START(), PANE_END() or WINDOW_ID()); documented.
+KEY_COLUMN = "_pane_key"
+INDEX_COLUMN = "_sx_index"  # never written: tells a re-firing micro-batch from a first one
+PANE_COLUMNS = ("__sx_pstart", "__sx_pend", "__sx_wid")
+
+
+def view_name(kind: str, name: str) -> str:
+    """A temporary view's name for a streaming table: one part, whatever the table's name is
+    (qualified, quoted, with spaces), distinct per table."""
+    return f"__sx_{kind}_{hashlib.sha1(table_key(name).encode()).hexdigest()[:16]}"
+
+
+def windowed_select(sql: str | exp.Select) -> exp.Select:
+    statements = parse(sql) if isinstance(sql, str) else [sql.copy()]
+    select = statements[0] if len(statements) == 1 else None
+    if not isinstance(select, exp.Select) or select.args.get("sx_window") is None \
+            or stream_source(select) is None:
+        raise WindowSqlError("a streaming table needs one windowed SELECT ... FROM STREAM(source)")
+    return select
+
+
+def source_stream(spark: SparkSession, source: str) -> DataFrame:
+    """A streaming view (e.g. over a file directory) as it is, a table as a stream."""
+    try:
+        frame = spark.table(source)
+        if frame.isStreaming:
+            return frame
+    except Exception:  # noqa: BLE001 - not a view: read the table as a stream below
+        pass
+    return spark.readStream.table(source)
+
+
+def check_streaming(lowered: LoweredWindow, trigger: str | float) -> None:
+    """Wall-clock policies need a running stream; an unbounded partition set gets a warning."""
+    spec = lowered.spec
+    clocked = "time" in (spec["policy"], spec.get("trigger")) \
+        or spec.get("partition_eviction") == "age"
+    if trigger == "available_now" and clocked:
+        raise WindowSqlError(f"{spec['policy_text']}: TIME policies and PARTITION EVICTION AGE "
+                             "act by the wall clock in streaming, so they need a running "
+                             "stream: TRIGGER EVERY <duration> (not AVAILABLE NOW)")
+    if spec["kind"] != "time_interval" and spec["partition_columns"] \
+            and not spec.get("partition_eviction"):
+        log.warning("sql_ext streaming %s: PARTITION BY without PARTITION EVICTION keeps state "
+                    "for every partition key the stream ever sees, so state grows without "
+                    "bound when keys keep coming; PARTITION EVICTION AGE(<seconds>) bounds it",
+                    spec["policy_text"])
+
+
+# sqlglot's aggregate classes by the names PartialAggregates (JVM) decides on.
+PARTIAL_FUNCTIONS = {exp.Sum: "sum", exp.Count: "count", exp.Min: "min", exp.Max: "max",
+                     exp.Avg: "avg"}
+
+
+def _transform_aggregation(outer: exp.Select, function) -> None:
+    """Applies `function` (sqlglot's transform) to the parts of the aggregation over the
+    firings that hold aggregates: SELECT list, HAVING, ORDER BY; in place."""
+    for part in ("expressions", "having", "order"):
+        value = outer.args.get(part)
+        if isinstance(value, list):
+            outer.set(part, [e.transform(function) for e in value])
+        elif value is not None:
+            outer.set(part, value.transform(function))
+
+
+def aggregate_inputs(lowered: LoweredWindow) -> None:
+    """Aggregate arguments that are expressions become helper columns of the window's input,
+    so the firing partials read a column (as the batch rule, IncrementalWindowAggregate, reads
+    any numeric input expression). Rewrites lowered.inner and lowered.outer in place.
+
+        SUM(x * 2)  ->  inner: x * 2 AS __sx_in0, outer: SUM(__sx_in0)
+    """
+    inputs: list[exp.Expression] = []
+
+    def column_for(node: exp.Expression) -> exp.Expression:
+        if type(node) not in PARTIAL_FUNCTIONS or isinstance(node.this, (exp.Column, exp.Star,
+                                                                         exp.Distinct)):
+            return node
+        if any(c.name.startswith("__sx_") for c in node.this.find_all(exp.Column)) \
+                or node.this.find(exp.AggFunc, exp.Anonymous) is not None:
+            return node  # reads a partition key or a function sqlglot does not know: as is
+        inputs.append(node.this.copy())
+        return node.__class__(this=exp.column(f"__sx_in{len(inputs) - 1}"))
+
+    _transform_aggregation(lowered.outer, column_for)
+    for i, expression in enumerate(inputs):
+        lowered.inner = lowered.inner.select(exp.alias_(expression, f"__sx_in{i}"), copy=False)
+
+
+def partial_aggregates(lowered: LoweredWindow, schema: dict[str, str],
+                       spark: SparkSession) -> list | None:
+    """Firings reduced to one row each by the window processor, when every aggregate of the
+    query has partials and the query has no GROUP BY of its own: the outer query then merges
+    one partial row per firing. Which aggregates have partials is decided once, in the JVM
+    (PartialAggregates, which the batch rule uses too): here only the facts are gathered.
+
+        SUM(x), AVG(x)  ->  SUM(__sx_a0), TRY_DIVIDE(SUM(__sx_a1), SUM(__sx_a2))
+
+    Returns [(function, column), ...] and rewrites lowered.outer in place, or None.
+    """
+    outer = lowered.outer.copy()
+    if any(not g.name.startswith("__sx_") for g in outer.args["group"].expressions):
+        return None
+    facts = []
+    for call in outer.find_all(exp.AggFunc):
+        arg = call.this
+        if type(call) not in PARTIAL_FUNCTIONS:
+            return None  # a function the processor has no partial for, whatever the JVM says
+        distinct = isinstance(arg, exp.Distinct)
+        helper = isinstance(arg, exp.Column) and arg.name.startswith("__sx_") \
+            and not arg.name.startswith("__sx_in")
+        if isinstance(arg, exp.Star) or distinct:
+            input_type = "*"  # COUNT(*); DISTINCT is refused whatever the type
+        elif isinstance(arg, exp.Column) and arg.name in schema and not helper:
+            input_type = schema[arg.name]
+        else:
+            return None  # reads a partition key or an expression left as is
+        facts.append({"function": PARTIAL_FUNCTIONS[type(call)], "type": input_type,
+                      "distinct": distinct, "filtered": isinstance(call.parent, exp.Filter)})
+    if not facts or bridge.partial_aggregate_kinds(spark, facts) is None:
+        return None
+    partials: list[tuple[str, str]] = []
+
+    def partial(function: str, column: str) -> exp.Expression:
+        partials.append((function, column))
+        return exp.column(f"__sx_a{len(partials) - 1}")
+
+    def merge(node: exp.Expression) -> exp.Expression:
+        if type(node) not in PARTIAL_FUNCTIONS:
+            return node
+        column = "*" if isinstance(node.this, exp.Star) else node.this.name
+        name = PARTIAL_FUNCTIONS[type(node)]
+        if name == "avg":
+            return exp.func("try_divide", exp.Sum(this=partial("sum", column)),
+                            exp.Sum(this=partial("count", column)))
+        merged = exp.Sum if name in ("sum", "count") else type(node)
+        return merged(this=partial(name, column))
+
+    _transform_aggregation(outer, merge)
+    if _tuple_columns_read(outer):
+        return None  # something else reads the tuples (a function sqlglot does not know)
+    lowered.outer = _one_row_per_firing(outer)
+    return partials
+
+
+def _one_row_per_firing(outer: exp.Select) -> exp.Select:
+    """The merge of partials without its GROUP BY: the window processor hands on one row per
+    firing, and the groups (partition keys, firing, firing columns) are firings, so each merge
+    reads one row. Spares every micro-batch a shuffle.
+
+        SELECT __sx_p0 AS k, SUM(__sx_a0) AS s FROM f GROUP BY __sx_p0, __sx_fire
+               HAVING MAX(__sx_a1) > 2
+        ->  SELECT __sx_p0 AS k, __sx_a0 AS s FROM f WHERE __sx_a1 > 2
+    """
+    def unwrap(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, (exp.Sum, exp.Min, exp.Max)) and isinstance(node.this, exp.Column) \
+                and node.this.name.startswith("__sx_a"):
+            return node.this.copy()
+        return node
+
+    single = outer.copy()
+    single.set("group", None)
+    having = single.args.get("having")
+    single.set("having", None)
+    single = single.transform(unwrap)
+    if having is not None:
+        single = single.where(having.this.transform(unwrap), copy=False)
+    return single
+
+
+def _tuple_columns_read(outer: exp.Select) -> set[str]:
+    """Source columns the aggregation over the firings reads (helper columns aside)."""
+    reading = outer.copy()
+    reading.set("from_", None)
+    return {c.name for c in reading.find_all(exp.Column) if not c.name.startswith("__sx_")}
+
+
+def _only_read_columns(lowered: LoweredWindow) -> exp.Select:
+    """The inner SELECT with `*` narrowed to the source columns the aggregation reads: window
+    state keeps every column it is given, and the optimizer cannot prune through it.
+
+        SELECT *, k AS __sx_p0, ts AS __sx_etime FROM s  ->  SELECT x, k AS __sx_p0, ... FROM s
+    """
+    read = sorted(_tuple_columns_read(lowered.outer))
+    inner = lowered.inner.copy()
+    helpers = [e for e in inner.expressions if not isinstance(e, exp.Star)]
+    inner.set("expressions", [exp.column(c, quoted=True) for c in read] + helpers)
+    return inner
+
+
+
+@dataclass
+class StreamPlan:
+    """A streaming table's query, ready to run: the stream of firings, and the aggregation
+    over one micro-batch of them (which reads the temporary view `firings_view`)."""
+
+    firings: DataFrame
+    firings_view: str
+    outer_sql: str
+    refires: bool  # late tuples re-fire panes: their rows replace earlier ones (a MERGE)
+    merge_on: list[str]  # the columns that identify a row, when `refires`
+
+
+def plan_stream(spark: SparkSession, name: str, query: str, trigger: str | float,
+                checkpoint: str) -> StreamPlan:
+    """Validates and plans `query` for the streaming table `name` (errors name the problem)."""
+    select = windowed_select(query)
+    lowered: LoweredWindow = lower_parts(select, streaming=True)
+    check_streaming(lowered, trigger)
+    refires = "pane_index" in lowered.spec["meta"]
+    merge_on = (carried_key(lowered) or [KEY_COLUMN]) if refires else []
+    source_view = view_name("source", name)
+    source_stream(spark, stream_source(select)).createOrReplaceTempView(source_view)
+    lowered.inner.set("from_", exp.From(this=exp.to_table(source_view)))
+    aggregate_inputs(lowered)
+    tuples = spark.sql(_only_read_columns(lowered).sql(dialect="spark"))
+    # WATERMARK BY replays every tuple through one state machine, whose firings hand on tuples.
+    markers = lowered.spec.get("watermark") == "by"
+    partials = None if markers else partial_aggregates(
+        lowered, {f.name: f.dataType.simpleString() for f in tuples.schema.fields}, spark)
+    if partials:
+        lowered.spec["aggregates"] = partials
+    firings = bridge.stream_firings(spark, tuples, lowered.spec, checkpoint)
+    firings_view = view_name("firings", name)
+    outer = lowered.outer
+    outer.set("from_", exp.From(this=exp.to_table(firings_view)))
+    if merge_on == [KEY_COLUMN]:
+        outer = outer.select(exp.alias_(lowered.key, KEY_COLUMN), copy=False)
+    if refires:
+        outer = outer.select(exp.alias_(exp.column("__sx_pidx"), INDEX_COLUMN), copy=False)
+    return StreamPlan(firings, firings_view, outer.sql(dialect="spark"), refires, merge_on)
+
+
+def carried_key(lowered: LoweredWindow) -> list[str] | None:
+    """The output columns that identify a pane's row, when the SELECT list carries them all:
+    every partition key, every GROUP BY key, and the pane. None when one is missing.
+
+        SELECT k, PANE_START() AS s, SUM(v) ... OVER (PARTITION BY k)  ->  ["k", "s"]
+        SELECT SUM(v) AS total ... OVER (PARTITION BY k)               ->  None
+    """
+    outputs = {}
+    for projection in lowered.outer.expressions:
+        outputs.setdefault(projection.unalias(), projection.alias_or_name)
+    groups = lowered.outer.args["group"].expressions
+    partitions = [g for g in groups if isinstance(g, exp.Column) and g.name.startswith("__sx_p")
+                  and g.name[6:].isdigit()]
+    users = [g for g in groups if not (isinstance(g, exp.Column) and g.name.startswith("__sx_"))]
+    panes = [outputs[exp.column(c)] for c in PANE_COLUMNS if exp.column(c) in outputs]
+    needed = partitions + users
+    if not panes or any(g not in outputs for g in needed):
+        return None
+    return [outputs[g] for g in needed] + panes[:1]
+
+
+def output_schema(spark: SparkSession, plan: StreamPlan):
+    """The streaming table's columns: the aggregation over no firings."""
+    spark.createDataFrame([], plan.firings.schema).createOrReplaceTempView(plan.firings_view)
+    rows = spark.sql(plan.outer_sql)
+    return (rows.drop(INDEX_COLUMN) if plan.refires else rows).schema

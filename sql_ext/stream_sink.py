@@ -1,0 +1,86 @@
+"""The Delta sink of a streaming table: the table is created once, when the streaming table is;
+then each micro-batch is one Delta commit by path (no catalog call per batch): a MERGE on the
+columns that identify a pane's row when the batch re-fires panes (their rows replace the
+earlier ones), else an append (first firings have no row yet). The commit carries Delta's txnAppId/txnVersion, so a batch
+replayed after a restart is written once.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+
+
+def create_table(spark: SparkSession, name: str, schema: StructType, location: str | None,
+                 replace: bool) -> None:
+    """Creates the streaming table `name` (Delta, at `location` or the catalog's managed place).
+    A location that already holds a Delta table is that table: registered as it is (the
+    catalog may be new), or emptied first when `replace`."""
+    empty = spark.createDataFrame([], schema)
+    if location and DeltaTable.isDeltaTable(spark, location):
+        if replace:
+            empty.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
+                .save(location)
+        spark.catalog.createTable(name, path=location, source="delta")
+        return
+    writer = empty.write.format("delta")
+    if location:
+        writer = writer.option("path", location)
+    writer.saveAsTable(name)
+
+
+def table_location(spark: SparkSession, name: str) -> str:
+    """Where the Delta table `name` keeps its files, looked up once per stream start."""
+    return spark.sql(f"DESCRIBE DETAIL {name}").select("location").first()[0]
+
+
+class DeltaSink:
+    """One Delta commit per micro-batch into the table at `location`; `app_id` names the
+    stream's incarnation (a replaced stream starts its batch ids again)."""
+
+    def __init__(self, location: str, app_id: str, merge_on: list[str]):
+        self.location = location
+        self.app_id = app_id
+        self.merge_on = " AND ".join(f"t.{c} <=> s.{c}" for c in map(_quoted, merge_on))
+
+    def write(self, rows: DataFrame, batch_id: int, upsert: bool, count: int) -> None:
+        if count == 0:
+            return
+        session = rows.sparkSession
+        # Idempotent per micro-batch: Delta skips a (txnAppId, txnVersion) it already committed.
+        session.conf.set("spark.databricks.delta.write.txnAppId", self.app_id)
+        session.conf.set("spark.databricks.delta.write.txnVersion", str(batch_id))
+        try:
+            if upsert:
+                (DeltaTable.forPath(session, self.location).alias("t")
+                 .merge(rows.alias("s"), self.merge_on)
+                 .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+            else:
+                # A file per half million rows: a micro-batch's few firings in one file, not
+                # one per shuffle partition (each small file costs the commit more than its rows).
+                rows.coalesce(count // 500_000 + 1).write.format("delta").mode("append") \
+                    .save(self.location)
+        finally:
+            session.conf.unset("spark.databricks.delta.write.txnAppId")
+            session.conf.unset("spark.databricks.delta.write.txnVersion")
+
+
+def _quoted(column: str) -> str:
+    return "`" + column.replace("`", "``") + "`"
+
+
+def fault_point(batch_id: int) -> None:
+    """Test hook: with SQL_EXT_FAULT_PAUSE=<file>, the first batch whose write committed (from
+    batch SQL_EXT_FAULT_BATCH on, default 0) writes its id to <file> and waits there to be
+    killed (before its offsets are committed)."""
+    marker = os.environ.get("SQL_EXT_FAULT_PAUSE")
+    if marker and not os.path.exists(marker) \
+            and batch_id >= int(os.environ.get("SQL_EXT_FAULT_BATCH", "0")):
+        with open(marker, "w") as out:
+            out.write(str(batch_id))
+        time.sleep(3600)

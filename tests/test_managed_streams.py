@@ -1,0 +1,169 @@
+"""Streaming tables managed by the catalog, through a real Thrift server and PyHive: a
+continuous stream survives a SIGKILL of the server and picks up what arrived while it was down,
+exactly once; SHOW STREAMS of another process lists it; STOP, REFRESH, DROP, DROP STREAMING,
+CREATE OR REPLACE and the changed-definition error; a failing stream shows FAILED with its
+cause while another keeps running."""
+
+import shutil
+import time
+
+import pytest
+from pyhive import hive
+from test_catalog import _kill, _python, _start_server
+from test_thrift import _free_port
+
+COUNTS = ("SELECT k, WINDOW_ID() AS w, COUNT(*) AS n, MIN(seq) AS lo, MAX(seq) AS hi "
+          "FROM {source} WINDOW TUMBLING COUNT({size}) OVER (PARTITION BY k ORDER BY seq)")
+
+
+def _counts(source: str, size: int = 3, stream: bool = True) -> str:
+    return COUNTS.format(source=f"STREAM({source})" if stream else source, size=size)
+
+
+def _rows_sql(i0: int, i1: int) -> str:
+    return ", ".join(f"({i}, '{'ab'[i % 2]}')" for i in range(i0, i1))
+
+
+def _fetch(cursor, sql: str) -> list:
+    cursor.execute(sql)
+    return cursor.fetchall()
+
+
+def _streams(cursor) -> dict:
+    """SHOW STREAMS as {name: {column: value}}."""
+    cursor.execute("SHOW STREAMS")
+    columns = [d[0] for d in cursor.description]
+    return {row[0]: dict(zip(columns, row)) for row in cursor.fetchall()}
+
+
+def _until(check, what: str, timeout: float = 120.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _table_equals_batch(cursor, table: str, source: str, size: int = 3) -> bool:
+    got = sorted(_fetch(cursor, f"SELECT k, w, n, lo, hi FROM {table}"))
+    return got == sorted(_fetch(cursor, _counts(source, size, stream=False)))
+
+
+def test_a_continuous_streaming_table_survives_a_killed_server(tmp_path):
+    warehouse, port, log = tmp_path / "warehouse", _free_port(), tmp_path / "server.log"
+    process = _start_server(warehouse, port, log)
+    try:
+        with hive.connect(host="127.0.0.1", port=port) as conn:
+            cursor = conn.cursor()
+            cursor.execute("CREATE DATABASE shop")
+            cursor.execute("CREATE TABLE shop.clicks (seq BIGINT, k STRING) USING DELTA")
+            cursor.execute(f"INSERT INTO shop.clicks VALUES {_rows_sql(0, 10)}")
+            cursor.execute("CREATE STREAMING TABLE shop.counts TRIGGER EVERY 1 AS "
+                           + _counts("shop.clicks"))
+            _until(lambda: _table_equals_batch(cursor, "shop.counts", "shop.clicks"),
+                   "the first windows")
+            assert len(_fetch(cursor, "SELECT * FROM shop.counts")) == 2  # a: 0..4, b: 1..5
+    finally:
+        _kill(process, port)
+
+    # While the server is down, another process appends to the source and lists the streams.
+    (tmp_path / "elsewhere").mkdir()
+    other = _python(f"""
+        import sql_ext
+        spark = sql_ext.session(warehouse={str(warehouse)!r})
+        spark.sql("INSERT INTO shop.clicks VALUES {_rows_sql(10, 25)}")
+        for row in spark.sql("SHOW STREAMS").collect():
+            print("stream", row.name, row.state, row.trigger, row.batch)
+        """, cwd=tmp_path / "elsewhere")
+    assert other.returncode == 0, other.stderr[-3000:]
+    assert "stream shop.counts STOPPED EVERY 1 SECONDS 0" in other.stdout, other.stdout
+
+    process = _start_server(warehouse, port, log)
+    try:
+        with hive.connect(host="127.0.0.1", port=port) as conn:
+            cursor = conn.cursor()
+            # Resumed at start: the rows appended while it was down, each window once.
+            _until(lambda: _table_equals_batch(cursor, "shop.counts", "shop.clicks"),
+                   "the windows of the rows appended while the server was down")
+            assert len(_fetch(cursor, "SELECT * FROM shop.counts")) == 8
+            assert _fetch(cursor, "SELECT COUNT(DISTINCT k, w) FROM shop.counts") == [(8,)]
+            assert _streams(cursor)["shop.counts"]["state"] == "RUNNING"
+            _managed_statements(cursor, tmp_path)
+    finally:
+        _kill(process, port)
+
+
+def _managed_statements(cursor, tmp_path) -> None:
+    # The same name with another definition: an error naming the difference.
+    with pytest.raises(Exception, match="shop.counts exists with another definition: "
+                                        "TRIGGER is EVERY 1 SECONDS, not EVERY 2 SECONDS"):
+        cursor.execute("CREATE STREAMING TABLE shop.counts TRIGGER EVERY 2 AS "
+                       + _counts("shop.clicks"))
+    with pytest.raises(Exception, match="the query is"):
+        cursor.execute("CREATE STREAMING TABLE shop.counts TRIGGER EVERY 1 AS "
+                       + _counts("shop.clicks", size=4))
+    # The same definition again: the running stream stays as it is.
+    cursor.execute("CREATE STREAMING TABLE shop.counts TRIGGER EVERY 1 AS "
+                   + _counts("shop.clicks"))
+
+    # A stream whose source vanishes fails, visibly; the other keeps running.
+    fragile = tmp_path / "fragile"
+    cursor.execute(f"CREATE TABLE shop.fragile (seq BIGINT, k STRING) USING DELTA "
+                   f"LOCATION '{fragile}'")
+    cursor.execute(f"INSERT INTO shop.fragile VALUES {_rows_sql(0, 3)}")
+    cursor.execute("CREATE STREAMING TABLE shop.fragile_counts TRIGGER EVERY 1 AS "
+                   + _counts("shop.fragile"))
+    _until(lambda: _streams(cursor)["shop.fragile_counts"]["batch"] is not None,
+           "the fragile stream's first batch")
+    shutil.rmtree(fragile)
+    failed = _until(lambda: (lambda s: s if s["state"] == "FAILED" else None)(
+        _streams(cursor)["shop.fragile_counts"]), "the fragile stream to fail")
+    assert failed["last_error"] and failed["last_error_time"], failed
+    cursor.execute(f"INSERT INTO shop.clicks VALUES {_rows_sql(25, 31)}")
+    _until(lambda: _table_equals_batch(cursor, "shop.counts", "shop.clicks"),
+           "the healthy stream to go on")
+    assert _streams(cursor)["shop.counts"]["state"] == "RUNNING"
+    cursor.execute("DROP TABLE shop.fragile_counts")
+    assert "shop.fragile_counts" not in _streams(cursor)
+
+    # STOP STREAM, then REFRESH: one pass over what arrived, and the stream stays stopped.
+    cursor.execute("STOP STREAM shop.counts")
+    cursor.execute(f"INSERT INTO shop.clicks VALUES {_rows_sql(31, 37)}")
+    assert not _table_equals_batch(cursor, "shop.counts", "shop.clicks")
+    cursor.execute("REFRESH STREAMING TABLE shop.counts")
+    assert _table_equals_batch(cursor, "shop.counts", "shop.clicks")
+    shown = _streams(cursor)["shop.counts"]
+    assert shown["state"] == "STOPPED" and shown["trigger"] == "EVERY 1 SECONDS"
+
+    # CREATE OR REPLACE starts over: new contents (the new query over all rows), new checkpoint.
+    checkpoint = shown["checkpoint"]
+    cursor.execute("CREATE OR REPLACE STREAMING TABLE shop.counts AS "
+                   + _counts("shop.clicks", size=4))
+    assert _table_equals_batch(cursor, "shop.counts", "shop.clicks", size=4)
+    assert _streams(cursor)["shop.counts"]["trigger"] == "AVAILABLE NOW"
+
+    # DROP TABLE stops a running stream first: nothing writes into the dropped table's place.
+    cursor.execute("CREATE STREAMING TABLE shop.live TRIGGER EVERY 1 AS "
+                   + _counts("shop.clicks"))
+    location = _until(lambda: _streams(cursor)["shop.live"]["location"], "shop.live to run")
+    cursor.execute("DROP TABLE shop.live")
+    cursor.execute(f"INSERT INTO shop.clicks VALUES {_rows_sql(37, 40)}")
+    time.sleep(3)
+    assert "shop.live" not in _streams(cursor)
+    assert not _path(location).exists(), "a dropped table's stream wrote on"
+
+    # DROP STREAMING TABLE also removes the checkpoint.
+    assert _path(checkpoint).exists()
+    cursor.execute("DROP STREAMING TABLE shop.counts")
+    assert not _path(checkpoint).exists() and "shop.counts" not in _streams(cursor)
+    cursor.execute("DROP STREAMING TABLE IF EXISTS shop.counts")
+    with pytest.raises(Exception, match="DROP STREAMING TABLE shop.counts: no streaming table"):
+        cursor.execute("DROP STREAMING TABLE shop.counts")
+
+
+def _path(location: str):
+    from pathlib import Path
+
+    return Path(location.removeprefix("file:"))
