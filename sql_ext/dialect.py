@@ -206,7 +206,8 @@ class SqlExtParser(SparkParser):
         while self._match_text_seq("EMIT"):
             token = self._curr
             if not self._match_texts(("INCOMPLETE", "EVICTED")):
-                raise error_at(token or self._prev, "EMIT must be followed by INCOMPLETE or EVICTED")
+                raise error_at(token or self._prev,
+                               "EMIT must be followed by INCOMPLETE or EVICTED")
             emits.append(mark_position(exp.var(self._prev.text.upper()), self._prev))
         if emits:
             window.set("emit", emits)

@@ -113,6 +113,11 @@ def identify(spark: SparkSession, name: str) -> tuple[str, str]:
     return db, table
 
 
+def exists(spark: SparkSession, db: str, table: str) -> bool:
+    """Whether the catalog has the table (also when its files are gone)."""
+    return bool(bridge.stream_catalog(spark).exists(spark._jsparkSession, db, table))
+
+
 def read(spark: SparkSession, db: str, table: str) -> dict[str, str]:
     """The table's sql_ext.stream properties ({} for a table that is not a streaming table)."""
     return dict(bridge.stream_catalog(spark).properties(spark._jsparkSession, db, table))

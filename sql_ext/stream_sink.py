@@ -1,8 +1,8 @@
 """The Delta sink of a streaming table: the table is created once, when the streaming table is;
 then each micro-batch is one Delta commit by path (no catalog call per batch): a MERGE on the
 columns that identify a pane's row when the batch re-fires panes (their rows replace the
-earlier ones), else an append (first firings have no row yet). The commit carries Delta's txnAppId/txnVersion, so a batch
-replayed after a restart is written once.
+earlier ones), else an append (first firings have no row yet). The commit carries Delta's
+txnAppId/txnVersion, so a batch replayed after a restart is written once.
 """
 
 from __future__ import annotations

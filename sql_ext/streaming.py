@@ -90,7 +90,8 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str, *,
         bridge.delete_path(spark, catalog.entry(db, table, props).definition.checkpoint)
     if replace:
         bridge.delete_path(spark, definition.checkpoint)
-    if spark.catalog.tableExists(name) and not replace:
+    exists = catalog.exists(spark, db, table)
+    if exists and not replace:
         if not props:
             raise WindowSqlError(f"{name} is a table, not a streaming table: DROP TABLE it or "
                                  "choose another name")
@@ -105,7 +106,7 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str, *,
         if run is not None and run.query.isActive:
             return run.query  # the same stream, already running
     else:
-        if replace and spark.catalog.tableExists(name):
+        if exists:  # replaced
             spark.sql(f"DROP TABLE {name}")  # a managed table's files go with it
         create_table(spark, name, output_schema(spark, plan), location, replace)
         catalog.define(spark, db, table, definition, uuid.uuid4().hex)
@@ -218,7 +219,7 @@ def drop_streaming_table(spark: SparkSession, name: str, if_exists: bool = False
     try:
         entry = _entry(spark, name, "DROP STREAMING TABLE")
     except WindowSqlError:
-        if if_exists and not spark.catalog.tableExists(table_name(name)):
+        if if_exists and not catalog.exists(spark, *catalog.identify(spark, table_name(name))):
             return
         raise
     _stop_run(entry.key)

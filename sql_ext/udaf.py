@@ -12,8 +12,8 @@ In a windowed query, `py_sum(x)` is lowered to `__sx_udaf_py_sum(COLLECT_LIST(x)
 collects each window's values in the JVM, then one Arrow call handles thousands of windows.
 Outside windowed queries the same name is an ordinary Spark grouped-aggregate UDF (one call per
 group), so plain `GROUP BY` queries work too (Spark does not let those mix grouped Python UDFs
-with built-in aggregates in one SELECT; windowed queries can). NULL inputs are skipped, as built-in aggregates do
-(with several arguments, rows where any argument is NULL).
+with built-in aggregates in one SELECT; windowed queries can). NULL inputs are skipped, as
+built-in aggregates do (with several arguments, rows where any argument is NULL).
 """
 
 from __future__ import annotations

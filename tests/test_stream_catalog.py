@@ -1,6 +1,7 @@
 """Streaming-table definitions in the catalog, in this process: stored and read back whole,
 differences named, `resume` starting what was running and leaving what STOP STREAM stopped."""
 
+import shutil
 import time
 
 import pytest
@@ -74,3 +75,20 @@ def test_resume_starts_streams_that_were_running_not_stopped_ones(spark, tmp_pat
                                              "that name is running"):
         stop_stream(spark, "ops.every")
     spark.sql("DROP STREAMING TABLE ops.every")
+
+
+def test_a_streaming_table_whose_files_are_gone_can_be_replaced(spark, tmp_path):
+    """The catalog outlives folders: a table cataloged at a deleted LOCATION (a temporary
+    directory of an earlier run) is still replaced or dropped by name."""
+    spark.sql("CREATE TABLE gone_src (k STRING) USING DELTA")
+    spark.sql("INSERT INTO gone_src VALUES ('a'), ('a'), ('b'), ('b')")
+    where = tmp_path / "gone_out"
+    statement = (f"STREAMING TABLE gone_out LOCATION '{where}' AS "
+                 + QUERY.format(source="gone_src"))
+    spark.sql("CREATE " + statement)
+    shutil.rmtree(where)
+    spark.sql("CREATE OR REPLACE " + statement)
+    assert spark.table("gone_out").count() == 2
+    shutil.rmtree(where)
+    spark.sql("DROP STREAMING TABLE IF EXISTS gone_out")
+    assert not spark.catalog.tableExists("gone_out")

@@ -49,6 +49,11 @@ object StreamCatalog {
     Array(db.toLowerCase(java.util.Locale.ROOT), id.table.toLowerCase(java.util.Locale.ROOT))
   }
 
+  /** Whether the catalog has the table, without resolving it (a Delta table whose files are
+   *  gone still exists here, where Spark's tableExists fails on the missing path). */
+  def exists(session: SparkSession, db: String, table: String): Boolean =
+    session.sharedState.externalCatalog.tableExists(db, table)
+
   /** The `sql_ext.stream*` properties of a table's catalog entry (empty when it has none or
    *  does not exist). */
   def properties(session: SparkSession, db: String, table: String)
