@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Developer entry point; works on a fresh machine (needs python3 >= 3.10, Java 17, network access
 # to PyPI and Maven Central). Everything it installs stays inside the project folder:
-#   .venv/          Python environment (pyspark, delta-spark, sqlglot, pytest, ...)
+#   .venv/          Python environment (pyspark, delta-spark, sqlglot, pytest, dbt, ...)
 #   .tools/sbt/     sbt launcher and its caches (the JVM build)
 #   .cache/jars/    Delta's JVM jars from Maven Central
 # Usage: bash python/dev.sh setup | main | test | bench [args]
@@ -25,7 +25,7 @@ setup_python() {
   if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     say "installing Python packages (pyspark is large: about a minute)"
     "$PY" -m pip install -q --upgrade pip
-    "$PY" -m pip install -q -e ".[test]"
+    "$PY" -m pip install -q -e ".[test,dbt]"
     touch "$stamp"
   fi
   export PYSPARK_PYTHON="$PY"

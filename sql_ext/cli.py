@@ -1,4 +1,5 @@
-"""`sql-ext` command line: run the seed examples, start the Thrift server, transpile SQL."""
+"""`sql-ext` command line: run the seed examples, start the Thrift server, transpile SQL, run
+dbt in a sql-ext session."""
 
 from __future__ import annotations
 
@@ -52,6 +53,25 @@ def thriftserver(args) -> int:
     return 0
 
 
+def dbt(args) -> int:
+    """dbt for `method: session` profiles, in this process on sql-ext's session."""
+    from sql_ext.dbt_runner import run
+
+    dbt_args = args.dbt_args[1:] if args.dbt_args[:1] == ["--"] else args.dbt_args
+    result = run(dbt_args, warehouse=args.warehouse, metastore=args.metastore,
+                 app_name="sql-ext-dbt")
+    if result.exception is not None:
+        return 2
+    return 0 if result.success else 1
+
+
+def dbt_package(args) -> int:
+    from sql_ext.dbt_runner import package_path
+
+    print(package_path())
+    return 0
+
+
 def transpile(args) -> int:
     text = args.sql if args.sql != "-" else sys.stdin.read()
     try:
@@ -79,6 +99,17 @@ def main(argv=None) -> int:
     server.add_argument("--no-resume", dest="resume", action="store_false",
                         help="do not start the catalog's TRIGGER EVERY streaming tables")
     server.set_defaults(run=thriftserver)
+    runner = commands.add_parser(
+        "dbt", help="run dbt (method: session profiles) in a sql-ext session",
+        description="Runs dbt in this process on sql-ext's session: sql-ext dbt run "
+                    "--project-dir examples/dbt (the arguments after the options go to dbt)")
+    runner.add_argument("--warehouse", default=None)
+    runner.add_argument("--metastore", default=None, help=METASTORE_HELP)
+    runner.add_argument("dbt_args", nargs=argparse.REMAINDER, help="dbt's own arguments")
+    runner.set_defaults(run=dbt)
+    package = commands.add_parser("dbt-package",
+                                  help="print the folder of sql-ext's dbt package")
+    package.set_defaults(run=dbt_package)
     show = commands.add_parser("transpile", help="print the plain Spark SQL of windowed SQL")
     show.add_argument("sql", help="the statement, or - for standard input")
     show.set_defaults(run=transpile)

@@ -7,8 +7,10 @@
 
 and the streaming statements of spec/sql.md section 5:
 
-    CREATE [OR REPLACE] STREAMING TABLE <name> [LOCATION '<path>'] [CHECKPOINT '<path>']
+    CREATE [OR REPLACE] STREAMING TABLE <name> [PARTITIONED BY (<column>, ...)]
+      [LOCATION '<path>'] [CHECKPOINT '<path>'] [TBLPROPERTIES ('<key>' = '<value>', ...)]
       [TRIGGER AVAILABLE NOW | TRIGGER EVERY <duration>] AS <windowed query over STREAM(...)>
+    ALTER STREAMING TABLE <name> <the same clauses> AS <query>
     SHOW STREAMS
     STOP STREAM <name>
     REFRESH STREAMING TABLE <name>
@@ -69,7 +71,9 @@ class CreateStreamingTable(exp.Expression):
 
     arg_types = {"this": True, "expression": True, "location": False, "checkpoint": False,
                  "trigger": False,  # None (AVAILABLE NOW) or a duration expression
-                 "replace": False, "query_start": False}  # where the query's text starts
+                 "partitioned_by": False, "properties": False,  # column names; (key, value)s
+                 "replace": False, "alter": False,
+                 "query_start": False}  # where the query's text starts
 
 
 class ShowStreams(exp.Expression):
@@ -118,6 +122,10 @@ class SqlExtParser(SparkParser):
             statement = self._parse_create_streaming_table()
             statement.set("replace", True)
             return mark_position(statement, start)
+        if self._match_text_seq("ALTER", "STREAMING", "TABLE"):
+            statement = self._parse_create_streaming_table()
+            statement.set("alter", True)
+            return mark_position(statement, start)
         if self._match_text_seq("REFRESH", "STREAMING", "TABLE"):
             return mark_position(RefreshStreamingTable(this=self._parse_table_parts()), start)
         if self._match_text_seq("DROP", "STREAMING", "TABLE"):
@@ -144,6 +152,12 @@ class SqlExtParser(SparkParser):
                     raise error_at(self._curr or self._prev,
                                    f"{clause.upper()} must be followed by a quoted path")
                 statement.set(clause, exp.Literal.string(self._prev.text))
+            elif self._match(TokenType.PARTITION_BY):
+                self._once(statement, "partitioned_by", "PARTITIONED BY")
+                statement.set("partitioned_by", [c.name for c in self._parse_wrapped_id_vars()])
+            elif self._match_text_seq("TBLPROPERTIES"):
+                self._once(statement, "properties", "TBLPROPERTIES")
+                statement.set("properties", self._parse_tblproperties())
             elif self._match(TokenType.TRIGGER):
                 if self._match_text_seq("AVAILABLE", "NOW"):
                     statement.set("trigger", None)
@@ -155,12 +169,34 @@ class SqlExtParser(SparkParser):
                                    "TRIGGER must be followed by AVAILABLE NOW or EVERY <duration>")
             else:
                 found = token.text if token else "end of statement"
-                raise error_at(token or self._prev, "expected LOCATION, CHECKPOINT, TRIGGER or "
-                                                    f"AS in CREATE STREAMING TABLE, found {found}")
+                raise error_at(token or self._prev,
+                               "expected PARTITIONED BY, LOCATION, CHECKPOINT, TBLPROPERTIES, "
+                               f"TRIGGER or AS in a STREAMING TABLE statement, found {found}")
         if self._curr is not None:
             statement.set("query_start", self._curr.start)
         statement.set("expression", self._parse_select())
         return statement
+
+    def _once(self, statement: CreateStreamingTable, arg: str, clause: str) -> None:
+        if statement.args.get(arg) is not None:
+            raise error_at(self._prev, f"{clause} is given twice")
+
+    def _parse_tblproperties(self) -> list[tuple[str, str]]:
+        """('key' = 'value', ...): quoted keys and values, as Delta's CREATE TABLE takes them."""
+        if not self._match(TokenType.L_PAREN):
+            raise error_at(self._curr or self._prev, "TBLPROPERTIES must be followed by (...)")
+        found = []
+        while True:
+            key = self._curr
+            if not self._match(TokenType.STRING) or not self._match(TokenType.EQ) \
+                    or not self._match(TokenType.STRING):
+                raise error_at(self._curr or key, "TBLPROPERTIES takes 'key' = 'value' pairs")
+            found.append((key.text, self._prev.text))
+            if not self._match(TokenType.COMMA):
+                break
+        if not self._match(TokenType.R_PAREN):
+            raise error_at(self._curr or self._prev, "expected ) to close TBLPROPERTIES (...)")
+        return found
 
     def _parse_window_modifier(self):
         after = self._next

@@ -3,6 +3,7 @@
     CREATE [OR REPLACE] STREAMING TABLE max_flow CHECKPOINT '/ckpt/max_flow' TRIGGER EVERY 10 AS
       SELECT freeway, PANE_START() AS s, MAX(lane_flow) AS flow FROM STREAM(traffic)
       WINDOW TIME_INTERVAL(50, 25, 1000, 0) ON event_time OVER (PARTITION BY freeway)
+    ALTER STREAMING TABLE max_flow TRIGGER EVERY 30 AS <the query, changed or not>
     SHOW STREAMS
     STOP STREAM max_flow
     REFRESH STREAMING TABLE max_flow
@@ -55,6 +56,7 @@ def _starts_like_a_statement(sql: str) -> bool:
         return False
     words = " ".join(t.text.strip().upper() for t in tokens)
     return words.startswith(("CREATE STREAMING TABLE", "CREATE OR REPLACE", "SHOW STREAMS",
+                             "ALTER STREAMING TABLE",
                              "STOP STREAM", "REFRESH STREAMING TABLE", "DROP STREAMING TABLE"))
 
 
@@ -62,7 +64,8 @@ def _validate_create(statement: CreateStreamingTable) -> None:
     select = statement.expression
     if not isinstance(select, exp.Select) or select.args.get("sx_window") is None \
             or stream_source(select) is None:
-        raise error_at_node(statement, "CREATE STREAMING TABLE needs a windowed query over "
+        verb = "ALTER" if statement.args.get("alter") else "CREATE"
+        raise error_at_node(statement, f"{verb} STREAMING TABLE needs a windowed query over "
                                        "FROM STREAM(source): SELECT ... FROM STREAM(t) WINDOW ...")
     lower_parts(select.copy(), streaming=True)
     trigger = statement.args.get("trigger")
@@ -96,12 +99,18 @@ def _create(statement: CreateStreamingTable, sql: str, spark: SparkSession) -> N
     location = statement.args.get("location")
     checkpoint = statement.args.get("checkpoint")
     trigger = statement.args.get("trigger")
-    query = streaming.create_streaming_table(
-        spark, statement.this.sql(dialect="spark"), sql[statement.args["query_start"]:],
+    options = dict(
         checkpoint=checkpoint.this if checkpoint else None,
         location=location.this if location else None,
         trigger="available_now" if trigger is None else duration_seconds(trigger, "TRIGGER"),
-        replace=bool(statement.args.get("replace")))
+        partitioned_by=tuple(statement.args.get("partitioned_by") or ()),
+        tblproperties=tuple(statement.args.get("properties") or ()))
+    name, query_text = statement.this.sql(dialect="spark"), sql[statement.args["query_start"]:]
+    if statement.args.get("alter"):
+        query = streaming.alter_streaming_table(spark, name, query_text, **options)
+    else:
+        query = streaming.create_streaming_table(spark, name, query_text, **options,
+                                                 replace=bool(statement.args.get("replace")))
     if trigger is None:
         query.awaitTermination()
 

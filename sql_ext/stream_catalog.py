@@ -7,6 +7,8 @@ and its recorded state are properties of the table's catalog entry, under `sql_e
     sql_ext.stream.trigger           AVAILABLE NOW | EVERY <seconds> SECONDS
     sql_ext.stream.checkpoint        the checkpoint directory
     sql_ext.stream.location          the LOCATION given, or absent (a managed table)
+    sql_ext.stream.partitioned_by    PARTITIONED BY's columns (JSON), when given
+    sql_ext.stream.tblproperties     TBLPROPERTIES given (JSON), when given
     sql_ext.stream.id                the stream's incarnation (Delta's txnAppId of its commits)
     sql_ext.stream.state             RUNNING | STOPPED | FAILED, as last recorded
     sql_ext.stream.error, .error_time   the last failure (recorded by the JVM when it happens)
@@ -18,6 +20,7 @@ metastore call per database, and no Delta log is read.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
@@ -36,6 +39,8 @@ class Definition:
     trigger: str | float  # AVAILABLE_NOW or seconds between micro-batches
     checkpoint: str
     location: str | None  # as given; None: the catalog's managed location
+    partitioned_by: tuple[str, ...] = ()
+    tblproperties: tuple[tuple[str, str], ...] = ()  # in the order given
 
     @property
     def continuous(self) -> bool:
@@ -54,6 +59,10 @@ class Definition:
                       f"{PREFIX}.checkpoint": self.checkpoint})
         if self.location:
             props[f"{PREFIX}.location"] = self.location
+        if self.partitioned_by:
+            props[f"{PREFIX}.partitioned_by"] = json.dumps(list(self.partitioned_by))
+        if self.tblproperties:
+            props[f"{PREFIX}.tblproperties"] = json.dumps(dict(self.tblproperties))
         return props
 
     @classmethod
@@ -65,7 +74,10 @@ class Definition:
                    trigger=AVAILABLE_NOW if trigger == "AVAILABLE NOW"
                    else float(trigger.split()[1]),
                    checkpoint=props.get(f"{PREFIX}.checkpoint", ""),
-                   location=props.get(f"{PREFIX}.location"))
+                   location=props.get(f"{PREFIX}.location"),
+                   partitioned_by=tuple(json.loads(props.get(f"{PREFIX}.partitioned_by", "[]"))),
+                   tblproperties=tuple(json.loads(
+                       props.get(f"{PREFIX}.tblproperties", "{}")).items()))
 
     def differences(self, given: Definition) -> list[str]:
         """What `given` changes in this (stored) definition, in words; [] when nothing."""
@@ -79,11 +91,32 @@ class Definition:
         if (self.location or None) != (given.location or None):
             found.append(f"LOCATION is {_location_text(self.location)}, not "
                          f"{_location_text(given.location)}")
+        if [c.lower() for c in self.partitioned_by] != [c.lower() for c in given.partitioned_by]:
+            found.append(f"PARTITIONED BY is {_columns_text(self.partitioned_by)}, not "
+                         f"{_columns_text(given.partitioned_by)}")
+        if dict(self.tblproperties) != dict(given.tblproperties):
+            found.append(f"TBLPROPERTIES are {_properties_text(self.tblproperties)}, not "
+                         f"{_properties_text(given.tblproperties)}")
         return found
+
+    def structural_differences(self, given: Definition) -> list[str]:
+        """The differences ALTER STREAMING TABLE cannot apply in place: where the table and its
+        state live, and how the table's files are laid out."""
+        return [d for d in self.differences(given)
+                if d.startswith(("CHECKPOINT", "LOCATION", "PARTITIONED BY"))]
 
 
 def _location_text(location: str | None) -> str:
     return f"'{location}'" if location else "the catalog's (none given)"
+
+
+def _columns_text(columns: tuple[str, ...]) -> str:
+    return f"({', '.join(columns)})" if columns else "none"
+
+
+def _properties_text(properties: tuple[tuple[str, str], ...]) -> str:
+    return ("(" + ", ".join(f"'{k}' = '{v}'" for k, v in properties) + ")") if properties \
+        else "none"
 
 
 @dataclass

@@ -13,25 +13,48 @@ import time
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
+from sqlglot import exp
 
 
 
 def create_table(spark: SparkSession, name: str, schema: StructType, location: str | None,
-                 replace: bool) -> None:
-    """Creates the streaming table `name` (Delta, at `location` or the catalog's managed place).
-    A location that already holds a Delta table is that table: registered as it is (the
-    catalog may be new), or emptied first when `replace`."""
+                 replace: bool, partitioned_by: tuple[str, ...] = (),
+                 properties: dict[str, str] | None = None) -> None:
+    """Creates the streaming table `name` (Delta, at `location` or the catalog's managed place,
+    partitioned by `partitioned_by`, with table `properties`). A location that already holds a
+    Delta table is that table: registered as it is (the catalog may be new), or emptied first
+    when `replace`."""
     empty = spark.createDataFrame([], schema)
     if location and DeltaTable.isDeltaTable(spark, location):
         if replace:
             empty.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
-                .save(location)
+                .partitionBy(*partitioned_by).save(location)
         spark.catalog.createTable(name, path=location, source="delta")
-        return
-    writer = empty.write.format("delta")
-    if location:
-        writer = writer.option("path", location)
-    writer.saveAsTable(name)
+    else:
+        writer = empty.write.format("delta").partitionBy(*partitioned_by)
+        if location:
+            writer = writer.option("path", location)
+        writer.saveAsTable(name)
+    set_properties(spark, name, properties or {})
+
+
+def set_properties(spark: SparkSession, name: str, properties: dict[str, str],
+                   previous: dict[str, str] | None = None) -> None:
+    """Makes the table's TBLPROPERTIES `properties` where they differ from `previous` (removing
+    the ones no longer given), in one commit; nothing when nothing changed."""
+    previous = previous or {}
+    changed = {k: v for k, v in properties.items() if previous.get(k) != v}
+    if changed:
+        pairs = ", ".join(f"{_literal(k)} = {_literal(v)}" for k, v in changed.items())
+        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({pairs})")
+    gone = [k for k in previous if k not in properties]
+    if gone:
+        spark.sql(f"ALTER TABLE {name} UNSET TBLPROPERTIES IF EXISTS "
+                  f"({', '.join(map(_literal, gone))})")
+
+
+def _literal(text: str) -> str:
+    return exp.Literal.string(text).sql(dialect="spark")
 
 
 def table_location(spark: SparkSession, name: str) -> str:

@@ -17,12 +17,10 @@ process, and SHOW STREAMS lists every streaming table, running or not.
 
 from __future__ import annotations
 
-import datetime
 import logging
 import posixpath
 import time
 import uuid
-from dataclasses import dataclass
 from urllib.parse import urlparse
 
 from pyspark.sql import DataFrame, SparkSession
@@ -33,29 +31,15 @@ from sql_ext.errors import WindowSqlError
 from sql_ext.names import table_name
 from sql_ext.stream_catalog import AVAILABLE_NOW, Definition, Entry
 from sql_ext.stream_plan import INDEX_COLUMN, StreamPlan, output_schema, plan_stream
-from sql_ext.stream_sink import DeltaSink, create_table, fault_point, table_location
+from sql_ext.stream_runs import (StreamingTable, named_entry, now, running, runs,
+                                 short_error)
+from sql_ext.stream_sink import (DeltaSink, create_table, fault_point, set_properties,
+                                 table_location)
+# SHOW STREAMS and a stream's status are part of this module's API.
+from sql_ext.stream_status import (STREAM_COLUMNS, show_streams, state_curve,  # noqa: F401
+                                   stream_status)
 
 log = logging.getLogger("sql_ext")
-
-STREAM_COLUMNS = ("name", "state", "trigger", "batch", "rows_in", "rows_out", "watermark",
-                  "state_rows", "state_bytes", "late_dropped", "not_windowed",
-                  "out_of_order_rows", "last_progress", "last_error", "last_error_time",
-                  "checkpoint", "location")
-
-
-@dataclass
-class StreamingTable:
-    """A streaming table this process has run."""
-
-    entry: Entry
-    query: StreamingQuery
-    spark: SparkSession
-    location: str
-    rows_out: int = 0  # rows written into the table (firings after aggregation)
-    dropped: tuple = (0, 0, 0)  # (late, no event time, out of order) when last logged
-
-
-_runs: dict[str, StreamingTable] = {}  # by Entry.key, the latest run of each table
 
 
 def default_checkpoint(spark: SparkSession, db: str, table: str) -> str:
@@ -71,9 +55,12 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str, *,
                            checkpoint: str | None = None,
                            location: str | None = None,
                            trigger: str | float = AVAILABLE_NOW,
-                           replace: bool = False) -> StreamingQuery:
+                           replace: bool = False,
+                           partitioned_by: tuple[str, ...] = (),
+                           tblproperties: tuple[tuple[str, str], ...] = ()) -> StreamingQuery:
     """Starts `sql` (a windowed SELECT over FROM STREAM(source)) into the Delta table `name`.
     trigger: AVAILABLE_NOW (process what is there, then stop) or seconds between batches.
+    partitioned_by, tblproperties: the Delta table's partition columns and table properties.
 
     A new name creates the table and records its definition in the catalog. An existing
     streaming table with the same definition resumes from its checkpoint (a running one is left
@@ -82,7 +69,8 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str, *,
     name = table_name(name)
     db, table = catalog.identify(spark, name)
     definition = Definition(sql, trigger if trigger == AVAILABLE_NOW else float(trigger),
-                            checkpoint or default_checkpoint(spark, db, table), location)
+                            checkpoint or default_checkpoint(spark, db, table), location,
+                            tuple(partitioned_by), tuple(map(tuple, tblproperties)))
     plan = plan_stream(spark, name, sql, definition.trigger, definition.checkpoint)
     props = catalog.read(spark, db, table)
     if replace and props:
@@ -100,18 +88,114 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str, *,
         if changed:
             raise WindowSqlError(
                 f"streaming table {name} exists with another definition: "
-                + "; ".join(changed) + ". CREATE OR REPLACE STREAMING TABLE starts it over "
-                "(new contents, new checkpoint); DROP STREAMING TABLE removes it")
-        run = _runs.get(entry.key)
+                + "; ".join(changed) + ". ALTER STREAMING TABLE applies the change in place "
+                "(dbt: on_configuration_change='apply'); CREATE OR REPLACE STREAMING TABLE "
+                "starts it over, new contents and checkpoint (dbt: --full-refresh)")
+        run = runs.get(entry.key)
         if run is not None and run.query.isActive:
             return run.query  # the same stream, already running
     else:
         if exists:  # replaced
             spark.sql(f"DROP TABLE {name}")  # a managed table's files go with it
-        create_table(spark, name, output_schema(spark, plan), location, replace)
-        catalog.define(spark, db, table, definition, uuid.uuid4().hex)
+        create_table(spark, name, output_schema(spark, plan), location, replace,
+                     definition.partitioned_by, dict(definition.tblproperties))
+        try:
+            catalog.define(spark, db, table, definition, uuid.uuid4().hex)
+        except Exception:
+            # A table without its definition would be a plain table that blocks the name.
+            spark.sql(f"DROP TABLE IF EXISTS {name}")
+            raise
         entry = catalog.entry(db, table, catalog.read(spark, db, table))
     return _start(spark, entry, plan, definition.trigger)
+
+
+def alter_streaming_table(spark: SparkSession, name: str, sql: str, *,
+                          checkpoint: str | None = None,
+                          location: str | None = None,
+                          trigger: str | float = AVAILABLE_NOW,
+                          partitioned_by: tuple[str, ...] = (),
+                          tblproperties: tuple[tuple[str, str], ...] = ()) -> StreamingQuery:
+    """ALTER STREAMING TABLE: a changed query, trigger or TBLPROPERTIES applied in place. The
+    stream stops between two micro-batches and starts again on the same table and checkpoint:
+    nothing is read twice, nothing written is lost, and the new query holds from the next
+    micro-batch on. CHECKPOINT and LOCATION left out keep theirs. What cannot change in place
+    (where the table or its state live, its partitioning, its columns) is an error; so is a
+    query that Spark cannot continue from the checkpoint: the old definition then stays, and
+    runs again if it ran. A name that is not a streaming table yet is created."""
+    name = table_name(name)
+    db, table = catalog.identify(spark, name)
+    props = catalog.read(spark, db, table)
+    old = catalog.entry(db, table, props).definition if props else None
+    definition = Definition(
+        sql, trigger if trigger == AVAILABLE_NOW else float(trigger),
+        checkpoint or (old.checkpoint if old else default_checkpoint(spark, db, table)),
+        location or (old.location if old else None), tuple(partitioned_by),
+        tuple(map(tuple, tblproperties)))
+    changed = old.differences(definition) if old else []
+    if not changed:
+        return create_streaming_table(
+            spark, name, sql, checkpoint=definition.checkpoint, location=definition.location,
+            trigger=definition.trigger, partitioned_by=definition.partitioned_by,
+            tblproperties=definition.tblproperties)
+    fixed = old.structural_differences(definition)
+    if fixed:
+        raise WindowSqlError(f"ALTER STREAMING TABLE {name} cannot change in place: "
+                             + "; ".join(fixed) + ". CREATE OR REPLACE STREAMING TABLE starts "
+                             "it over (new contents, new checkpoint)")
+    entry = catalog.entry(db, table, props)
+    plan = plan_stream(spark, entry.name, sql, definition.trigger, definition.checkpoint)
+    _check_columns(spark, entry.name, output_schema(spark, plan))
+    was_running = _stop_run(entry.key)
+    log.info("sql_ext streaming table %s altered: %s", entry.name, "; ".join(changed))
+    _redefine(spark, entry, definition, old)
+    query = _start(spark, catalog.entry(db, table, catalog.read(spark, db, table)), plan,
+                   definition.trigger)
+    failure = _first_batch(query)
+    if failure is None:
+        return query
+    _redefine(spark, catalog.entry(db, table, catalog.read(spark, db, table)), old, definition)
+    if was_running:
+        _start(spark, catalog.entry(db, table, catalog.read(spark, db, table)),
+               plan_stream(spark, entry.name, old.query, old.trigger, old.checkpoint),
+               old.trigger)
+    raise WindowSqlError(f"ALTER STREAMING TABLE {name}: Spark cannot continue the checkpoint "
+                         f"with the new query: {short_error(failure)}. The old definition "
+                         "stays; CREATE OR REPLACE STREAMING TABLE starts over")
+
+
+def _check_columns(spark: SparkSession, name: str, schema) -> None:
+    """The altered query must write the table's columns: same names, same types, same order."""
+    def shape(fields):
+        return [(f.name.lower(), f.dataType.simpleString()) for f in fields]
+    table = spark.table(name).schema
+    if shape(schema) != shape(table):
+        raise WindowSqlError(
+            f"ALTER STREAMING TABLE {name}: the query's columns ("
+            + ", ".join(f"{n} {t}" for n, t in shape(schema)) + ") are not the table's ("
+            + ", ".join(f"{n} {t}" for n, t in shape(table)) + "); CREATE OR REPLACE "
+            "STREAMING TABLE starts it over with the new columns")
+
+
+def _redefine(spark: SparkSession, entry: Entry, definition: Definition,
+              previous: Definition) -> None:
+    """Stores `definition` for `entry` (same stream id: its Delta commits continue) and makes
+    the table's TBLPROPERTIES those of `definition`."""
+    set_properties(spark, entry.name, dict(definition.tblproperties), dict(previous.tblproperties))
+    catalog.define(spark, entry.db, entry.table, definition, entry.stream_id)
+
+
+def _first_batch(query: StreamingQuery, timeout: float = 300.0) -> str | None:
+    """Waits for a restarted stream's first progress (or, AVAILABLE NOW, its end): the error
+    that stopped it, or None. Spark checks a checkpoint against the query when it plans the
+    first micro-batch."""
+    deadline = time.monotonic() + timeout
+    while query.isActive and query.lastProgress is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if query.isActive and query.lastProgress is None:
+        raise WindowSqlError("the altered stream made no progress in "
+                             f"{timeout:.0f} s; see SHOW STREAMS")
+    failure = None if query.isActive else query.exception()
+    return None if failure is None else str(failure)
 
 
 def _start(spark: SparkSession, entry: Entry, plan: StreamPlan,
@@ -120,7 +204,7 @@ def _start(spark: SparkSession, entry: Entry, plan: StreamPlan,
     REFRESH)."""
     location = table_location(spark, entry.name)
     sink = DeltaSink(location, f"sql_ext:{entry.stream_id}", plan.merge_on)
-    previous = _runs.get(entry.key)
+    previous = runs.get(entry.key)
     progress = bridge.stream_progress(spark)
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
@@ -146,7 +230,7 @@ def _start(spark: SparkSession, entry: Entry, plan: StreamPlan,
     query = run.query = writer.start()
     if previous is not None and previous.entry.stream_id == entry.stream_id:
         run.rows_out, run.dropped = previous.rows_out, previous.dropped  # totals of the process
-    _runs[entry.key] = run
+    runs[entry.key] = run
     bridge.stream_catalog(spark).started(spark._jsparkSession, entry.db, entry.table,
                                          query._jsq)
     log.info("sql_ext streaming table %s started (%s, checkpoint %s)", entry.name,
@@ -168,23 +252,10 @@ def _written(run: StreamingTable, batch_id: int, written: int) -> None:
         run.dropped = dropped
 
 
-def _entry(spark: SparkSession, name: str, statement: str) -> Entry:
-    db, table = catalog.identify(spark, table_name(name))
-    props = catalog.read(spark, db, table)
-    if not props:
-        raise WindowSqlError(f"{statement} {name}: no streaming table of that name")
-    return catalog.entry(db, table, props)
-
-
-def _running(key: str) -> StreamingTable | None:
-    run = _runs.get(key)
-    return run if run is not None and run.query.isActive else None
-
-
 def _stop_run(key: str, timeout: float = 3.0) -> bool:
     """Stops this process's run of a table between two micro-batches when it can (a stop in the
     middle of a batch interrupts it; the batch is then redone at the next start)."""
-    run = _running(key)
+    run = running(key)
     if run is None:
         return False
     deadline = time.monotonic() + timeout
@@ -197,7 +268,7 @@ def _stop_run(key: str, timeout: float = 3.0) -> bool:
 def stop_stream(spark: SparkSession, name: str) -> None:
     """STOP STREAM: stops the stream and records it STOPPED (a restart does not resume it);
     the table and checkpoint stay."""
-    entry = _entry(spark, name, "STOP STREAM")
+    entry = named_entry(spark, name, "STOP STREAM")
     if not _stop_run(entry.key):
         raise WindowSqlError(f"STOP STREAM {name}: no streaming table of that name is running")
     catalog.record_state(spark, entry, "STOPPED")
@@ -205,8 +276,8 @@ def stop_stream(spark: SparkSession, name: str) -> None:
 
 def refresh_streaming_table(spark: SparkSession, name: str) -> None:
     """REFRESH STREAMING TABLE: one AVAILABLE NOW pass from the checkpoint, then returns."""
-    entry = _entry(spark, name, "REFRESH STREAMING TABLE")
-    if _running(entry.key) is not None:
+    entry = named_entry(spark, name, "REFRESH STREAMING TABLE")
+    if running(entry.key) is not None:
         raise WindowSqlError(f"REFRESH STREAMING TABLE {name}: the stream is running, and "
                              "it already reads what arrives: STOP STREAM it first")
     definition = entry.definition
@@ -217,7 +288,7 @@ def refresh_streaming_table(spark: SparkSession, name: str) -> None:
 def drop_streaming_table(spark: SparkSession, name: str, if_exists: bool = False) -> None:
     """DROP STREAMING TABLE: stops the stream, drops the table, removes the checkpoint."""
     try:
-        entry = _entry(spark, name, "DROP STREAMING TABLE")
+        entry = named_entry(spark, name, "DROP STREAMING TABLE")
     except WindowSqlError:
         if if_exists and not catalog.exists(spark, *catalog.identify(spark, table_name(name))):
             return
@@ -225,7 +296,7 @@ def drop_streaming_table(spark: SparkSession, name: str, if_exists: bool = False
     _stop_run(entry.key)
     spark.sql(f"DROP TABLE {entry.name}")
     bridge.delete_path(spark, entry.definition.checkpoint)
-    _runs.pop(entry.key, None)
+    runs.pop(entry.key, None)
 
 
 def resume(spark: SparkSession) -> list[str]:
@@ -235,7 +306,7 @@ def resume(spark: SparkSession) -> list[str]:
     started = []
     for entry in catalog.entries(spark):
         if not entry.definition.continuous or entry.state == "STOPPED" \
-                or _running(entry.key) is not None:
+                or running(entry.key) is not None:
             continue
         definition = entry.definition
         try:
@@ -245,78 +316,5 @@ def resume(spark: SparkSession) -> list[str]:
             started.append(entry.name)
         except Exception as error:  # noqa: BLE001 - one stream's failure is its own
             log.error("sql_ext streaming table %s could not resume: %s", entry.name, error)
-            catalog.record_failure(spark, entry, f"could not resume: {error}", _now())
+            catalog.record_failure(spark, entry, f"could not resume: {error}", now())
     return started
-
-
-def show_streams(spark: SparkSession) -> list[dict]:
-    """SHOW STREAMS: every streaming table of the catalog, running or not, one dict each with
-    STREAM_COLUMNS. Figures of runs in this process (rows read and written add up over the
-    runs); for others the last committed batch and its time, from the checkpoint."""
-    return [_status(spark, entry) for entry in catalog.entries(spark)]
-
-
-def stream_status(spark: SparkSession, name: str) -> dict:
-    """The SHOW STREAMS row of one streaming table."""
-    return _status(spark, _entry(spark, name, "SHOW STREAMS"))
-
-
-def state_curve(spark: SparkSession, name: str) -> list[tuple[int, int]]:
-    """(batch id, rows in the state store) of each micro-batch of this process's latest run."""
-    run = _runs[_entry(spark, name, "state_curve").key]
-    flat = list(bridge.stream_progress(spark).stateCurve(str(run.query.id)))
-    return list(zip(flat[::2], flat[1::2]))
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
-def _status(spark: SparkSession, entry: Entry) -> dict:
-    definition = entry.definition
-    run = _runs.get(entry.key)
-    if run is not None and run.entry.stream_id != entry.stream_id:
-        run = None  # a run of a table since dropped and created again
-    status = dict.fromkeys(STREAM_COLUMNS)
-    status.update(name=entry.name, trigger=definition.trigger_text(),
-                  checkpoint=definition.checkpoint, last_error=entry.error,
-                  last_error_time=entry.error_time, state=entry.state)
-    if run is not None:
-        progress = run.query.lastProgress or {}
-        states = progress.get("stateOperators", [])
-        late, not_windowed, out_of_order = bridge.stream_progress(spark).dropped(
-            run.spark._jsparkSession, definition.checkpoint)
-        status.update(rows_in=bridge.stream_progress(spark).rowsIn(str(run.query.id)),
-                      rows_out=run.rows_out, location=run.location,
-                      watermark=(progress.get("eventTime") or {}).get("watermark"),
-                      state_rows=sum(op.get("numRowsTotal", 0) for op in states),
-                      state_bytes=sum(op.get("memoryUsedBytes", 0) for op in states),
-                      late_dropped=late, not_windowed=not_windowed,
-                      out_of_order_rows=out_of_order)
-        failure = None if run.query.isActive else run.query.exception()
-        if run.query.isActive:
-            status["state"] = "RUNNING"
-        elif failure is not None and entry.state != "FAILED":
-            # Seen here before the JVM listener recorded it (it runs on Spark's listener bus).
-            catalog.record_failure(spark, entry, short_error(str(failure)), _now())
-            entry = catalog.entry(entry.db, entry.table, catalog.read(spark, entry.db,
-                                                                     entry.table))
-            status.update(state="FAILED", last_error=entry.error,
-                          last_error_time=entry.error_time)
-    if status["state"] == "RUNNING" and (run is None or not run.query.isActive):
-        status["state"] = "STOPPED"  # recorded running, but no process here runs it
-    committed = catalog.last_commit(spark, definition.checkpoint)
-    if committed is not None:
-        status["batch"] = committed[0]
-        status["last_progress"] = datetime.datetime.fromtimestamp(
-            committed[1] / 1000, datetime.timezone.utc).isoformat(timespec="seconds")
-    return status
-
-
-def short_error(message: str, limit: int = 2000) -> str:
-    """A stream failure carries the whole stack of every layer: keep its first line and the
-    innermost cause, which name the problem."""
-    lines = message.splitlines()
-    causes = [line for line in lines if line.lstrip().startswith("Caused by:")]
-    text = "\n".join(lines[:1] + causes[-1:])
-    return text if len(text) <= limit else text[:limit] + " ..."

@@ -47,7 +47,19 @@ class RewritingParser(delegate: ParserInterface) extends ParserInterface {
     case Some(answer) if answer.startsWith("ERROR\n") =>
       val Array(_, line, column, message) = answer.split("\n", 4)
       throw SqlExtErrors.parse(sqlText, message, line.toInt, column.toInt)
+    case None => throw unregistered(sqlText, original)
     case _ => throw original
+  }
+
+  /** The extension is loaded but this process has no rewriter: a session built outside
+   *  sql_ext (for instance by dbt-spark's `method: session`). Say so beside Spark's error. */
+  private def unregistered(sqlText: String, original: Exception): Exception = original match {
+    case parse: ParseException =>
+      SqlExtErrors.parse(sqlText, parse.getMessage.linesIterator.next() + " (sql-ext's SQL " +
+        "needs its Python rewriter, which is not registered in this process: build the " +
+        "session with sql_ext.configure(builder); for dbt `method: session`, run dbt as " +
+        "`sql-ext dbt ...`)", parse.line.getOrElse(1), parse.startPosition.getOrElse(0))
+    case other => other
   }
 
   override def parseExpression(sqlText: String): Expression = delegate.parseExpression(sqlText)

@@ -1,0 +1,78 @@
+"""SHOW STREAMS: every streaming table of the catalog with its state and figures, from this
+process's runs where it runs them, else from the catalog and the checkpoint."""
+
+from __future__ import annotations
+
+import datetime
+
+from pyspark.sql import SparkSession
+
+from sql_ext import bridge
+from sql_ext import stream_catalog as catalog
+from sql_ext.stream_catalog import Entry
+from sql_ext.stream_runs import named_entry, now, runs, short_error
+
+STREAM_COLUMNS = ("name", "state", "trigger", "batch", "rows_in", "rows_out", "watermark",
+                  "state_rows", "state_bytes", "late_dropped", "not_windowed",
+                  "out_of_order_rows", "last_progress", "last_error", "last_error_time",
+                  "checkpoint", "location")
+
+
+def show_streams(spark: SparkSession) -> list[dict]:
+    """SHOW STREAMS: every streaming table of the catalog, running or not, one dict each with
+    STREAM_COLUMNS. Figures of runs in this process (rows read and written add up over the
+    runs); for others the last committed batch and its time, from the checkpoint."""
+    return [_status(spark, entry) for entry in catalog.entries(spark)]
+
+
+def stream_status(spark: SparkSession, name: str) -> dict:
+    """The SHOW STREAMS row of one streaming table."""
+    return _status(spark, named_entry(spark, name, "SHOW STREAMS"))
+
+
+def state_curve(spark: SparkSession, name: str) -> list[tuple[int, int]]:
+    """(batch id, rows in the state store) of each micro-batch of this process's latest run."""
+    run = runs[named_entry(spark, name, "state_curve").key]
+    flat = list(bridge.stream_progress(spark).stateCurve(str(run.query.id)))
+    return list(zip(flat[::2], flat[1::2]))
+
+
+def _status(spark: SparkSession, entry: Entry) -> dict:
+    definition = entry.definition
+    run = runs.get(entry.key)
+    if run is not None and run.entry.stream_id != entry.stream_id:
+        run = None  # a run of a table since dropped and created again
+    status = dict.fromkeys(STREAM_COLUMNS)
+    status.update(name=entry.name, trigger=definition.trigger_text(),
+                  checkpoint=definition.checkpoint, last_error=entry.error,
+                  last_error_time=entry.error_time, state=entry.state)
+    if run is not None:
+        progress = run.query.lastProgress or {}
+        states = progress.get("stateOperators", [])
+        late, not_windowed, out_of_order = bridge.stream_progress(spark).dropped(
+            run.spark._jsparkSession, definition.checkpoint)
+        status.update(rows_in=bridge.stream_progress(spark).rowsIn(str(run.query.id)),
+                      rows_out=run.rows_out, location=run.location,
+                      watermark=(progress.get("eventTime") or {}).get("watermark"),
+                      state_rows=sum(op.get("numRowsTotal", 0) for op in states),
+                      state_bytes=sum(op.get("memoryUsedBytes", 0) for op in states),
+                      late_dropped=late, not_windowed=not_windowed,
+                      out_of_order_rows=out_of_order)
+        failure = None if run.query.isActive else run.query.exception()
+        if run.query.isActive:
+            status["state"] = "RUNNING"
+        elif failure is not None and entry.state != "FAILED":
+            # Seen here before the JVM listener recorded it (it runs on Spark's listener bus).
+            catalog.record_failure(spark, entry, short_error(str(failure)), now())
+            entry = catalog.entry(entry.db, entry.table, catalog.read(spark, entry.db,
+                                                                     entry.table))
+            status.update(state="FAILED", last_error=entry.error,
+                          last_error_time=entry.error_time)
+    if status["state"] == "RUNNING" and (run is None or not run.query.isActive):
+        status["state"] = "STOPPED"  # recorded running, but no process here runs it
+    committed = catalog.last_commit(spark, definition.checkpoint)
+    if committed is not None:
+        status["batch"] = committed[0]
+        status["last_progress"] = datetime.datetime.fromtimestamp(
+            committed[1] / 1000, datetime.timezone.utc).isoformat(timespec="seconds")
+    return status
