@@ -223,6 +223,15 @@ class StreamPlan:
     outer_sql: str
     refires: bool  # late tuples re-fire panes: their rows replace earlier ones (a MERGE)
     merge_on: list[str]  # the columns that identify a row, when `refires`
+    state_shape: dict  # what the checkpoint's window state depends on (see STATE_FIELDS)
+
+
+# The parts of a window spec that shape its state in the checkpoint: the window family and
+# policies, the partition keys and arrival order, pane geometry, the watermark's kind and the
+# partial aggregates kept. Counts, deltas, periods of SLIDING/TUMBLING policies, the discard
+# age and the watermark delay may change under a running checkpoint; these may not.
+STATE_FIELDS = ("kind", "policy", "trigger", "partition_columns", "ordered",
+                "partition_eviction", "duration", "period", "offset", "watermark", "aggregates")
 
 
 def plan_stream(spark: SparkSession, name: str, query: str, trigger: str | float,
@@ -252,7 +261,9 @@ def plan_stream(spark: SparkSession, name: str, query: str, trigger: str | float
         outer = outer.select(exp.alias_(lowered.key, KEY_COLUMN), copy=False)
     if refires:
         outer = outer.select(exp.alias_(exp.column("__sx_pidx"), INDEX_COLUMN), copy=False)
-    return StreamPlan(firings, firings_view, outer.sql(dialect="spark"), refires, merge_on)
+    shape = {field: lowered.spec.get(field) for field in STATE_FIELDS}
+    return StreamPlan(firings, firings_view, outer.sql(dialect="spark"), refires, merge_on,
+                      shape)
 
 
 def carried_key(lowered: LoweredWindow) -> list[str] | None:

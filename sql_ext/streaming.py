@@ -145,6 +145,8 @@ def alter_streaming_table(spark: SparkSession, name: str, sql: str, *,
     entry = catalog.entry(db, table, props)
     plan = plan_stream(spark, entry.name, sql, definition.trigger, definition.checkpoint)
     _check_columns(spark, entry.name, output_schema(spark, plan))
+    _check_state(entry.name, plan_stream(spark, entry.name, old.query, old.trigger,
+                                         old.checkpoint).state_shape, plan.state_shape)
     was_running = _stop_run(entry.key)
     log.info("sql_ext streaming table %s altered: %s", entry.name, "; ".join(changed))
     _redefine(spark, entry, definition, old)
@@ -174,6 +176,18 @@ def _check_columns(spark: SparkSession, name: str, schema) -> None:
             + ", ".join(f"{n} {t}" for n, t in shape(schema)) + ") are not the table's ("
             + ", ".join(f"{n} {t}" for n, t in shape(table)) + "); CREATE OR REPLACE "
             "STREAMING TABLE starts it over with the new columns")
+
+
+def _check_state(name: str, old: dict, new: dict) -> None:
+    """The altered query must keep the window state the checkpoint holds (stream_plan's
+    STATE_FIELDS): Spark checks only that the state's schema fits, not what it means."""
+    changed = [f"{field} {old[field]!r} -> {new[field]!r}" for field in old
+               if old[field] != new[field]]
+    if changed:
+        raise WindowSqlError(
+            f"ALTER STREAMING TABLE {name}: the new query keeps other window state than the "
+            f"checkpoint holds ({'; '.join(changed)}); CREATE OR REPLACE STREAMING TABLE "
+            "starts it over with a new checkpoint")
 
 
 def _redefine(spark: SparkSession, entry: Entry, definition: Definition,

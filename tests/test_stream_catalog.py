@@ -92,3 +92,35 @@ def test_a_streaming_table_whose_files_are_gone_can_be_replaced(spark, tmp_path)
     shutil.rmtree(where)
     spark.sql("DROP STREAMING TABLE IF EXISTS gone_out")
     assert not spark.catalog.tableExists("gone_out")
+
+
+def test_alter_streaming_table_applies_in_place_or_says_why_not(spark, tmp_path):
+    spark.sql("CREATE TABLE alter_src (k STRING) USING DELTA")
+    spark.sql("INSERT INTO alter_src VALUES ('a'), ('a'), ('b')")
+    query = QUERY.format(source="alter_src")
+    spark.sql("CREATE STREAMING TABLE alter_out PARTITIONED BY (k) "
+              "TBLPROPERTIES ('team' = 'ops', 'delta.appendOnly' = 'false') AS " + query)
+    detail = spark.sql("DESCRIBE DETAIL alter_out").first()
+    assert detail.partitionColumns == ["k"] and detail.properties["team"] == "ops"
+    assert spark.table("alter_out").count() == 1  # a: one window of 2
+
+    with pytest.raises(AnalysisException, match="cannot change in place: PARTITIONED BY is"):
+        spark.sql("ALTER STREAMING TABLE alter_out AS " + query)
+    with pytest.raises(AnalysisException, match=r"the query's columns \(k string, w bigint\)"):
+        spark.sql("ALTER STREAMING TABLE alter_out PARTITIONED BY (k) AS "
+                  + query.replace(", COUNT(*) AS n", ""))
+    # Another window family would misread the checkpoint's state (Spark would accept it).
+    with pytest.raises(AnalysisException, match=r"keeps other window state than the "
+                                                r"checkpoint holds \(kind 'tumbling' -> "
+                                                r"'sliding'; trigger '' -> 'count'\)"):
+        spark.sql("ALTER STREAMING TABLE alter_out PARTITIONED BY (k) AS " + query.replace(
+            "TUMBLING COUNT(2)", "SLIDING COUNT(2) TRIGGER COUNT(1)"))
+    # A new window size and new properties: the same checkpoint goes on with COUNT(3).
+    spark.sql("ALTER STREAMING TABLE alter_out PARTITIONED BY (k) TBLPROPERTIES "
+              "('team' = 'data') AS " + query.replace("COUNT(2)", "COUNT(3)"))
+    detail = spark.sql("DESCRIBE DETAIL alter_out").first()
+    assert detail.properties.get("team") == "data" and "delta.appendOnly" not in detail.properties
+    spark.sql("INSERT INTO alter_src VALUES ('b'), ('b'), ('a')")
+    spark.sql("REFRESH STREAMING TABLE alter_out")
+    # b: its first tuple waited in state, two more make a window of 3; a: one tuple waits.
+    assert sorted(spark.table("alter_out").select("k", "n").collect()) == [("a", 2), ("b", 3)]
