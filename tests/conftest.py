@@ -17,3 +17,16 @@ def spark(tmp_path_factory):
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="module")
+def thrift_server(tmp_path_factory):
+    """A `sql-ext thriftserver` process on its own warehouse, for one test module: its port."""
+    from test_catalog import _kill, _start_server
+    from test_thrift import _free_port
+
+    work = tmp_path_factory.mktemp("thrift_server")
+    port = _free_port()
+    process = _start_server(work / "warehouse", port, work / "server.log")
+    yield port
+    _kill(process, port)

@@ -12,8 +12,6 @@ from pathlib import Path
 import pytest
 from dbt.cli.main import dbtRunner
 from pyhive import hive
-from test_catalog import _kill, _start_server
-from test_thrift import _free_port
 
 from sql_ext.dbt_runner import package_path, run
 
@@ -24,15 +22,6 @@ LANE_COUNTS_BATCH = """
     FROM raw.traffic
     WINDOW TUMBLING COUNT({size}) OVER (PARTITION BY freeway ORDER BY event_time)"""
 LANE_COLUMNS = "freeway, window_id, readings, total_flow, first_at, last_at"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    work = tmp_path_factory.mktemp("dbt_server")
-    port = _free_port()
-    process = _start_server(work / "warehouse", port, work / "server.log")
-    yield port
-    _kill(process, port)
 
 
 def _project(tmp_path: Path, port: int | None, monkeypatch) -> Path:
@@ -83,8 +72,8 @@ def _model(project: Path, name: str, text: str) -> None:
     (project / "models" / f"{name}.sql").write_text(text)
 
 
-def test_the_example_project_through_thrift(server, tmp_path, monkeypatch):
-    project = _project(tmp_path, server, monkeypatch)
+def test_the_example_project_through_thrift(thrift_server, tmp_path, monkeypatch):
+    project = _project(tmp_path, thrift_server, monkeypatch)
     dbt = Dbt(project, "thrift")
     dbt("deps")
     dbt("run-operation", "append_traffic", "--args", "{batch: 0}")
@@ -93,7 +82,7 @@ def test_the_example_project_through_thrift(server, tmp_path, monkeypatch):
     dbt("run-operation", "append_traffic", "--args", "{batch: 2}")
     dbt("build")  # two appends since the last run: one more pass, exactly once
     dbt("run-operation", "sql_ext.show_streams")
-    with hive.connect(host="127.0.0.1", port=server) as conn:
+    with hive.connect(host="127.0.0.1", port=thrift_server) as conn:
         cursor = conn.cursor()
         batch = sorted(_fetch(cursor, LANE_COUNTS_BATCH.format(size=4)))
         assert len(batch) == 90  # 360 readings, every window full
@@ -157,8 +146,9 @@ models:
 """
 
 
-def test_a_continuous_model_outlives_dbt_and_is_found_running(server, tmp_path, monkeypatch):
-    project = _project(tmp_path, server, monkeypatch)
+def test_a_continuous_model_outlives_dbt_and_is_found_running(thrift_server, tmp_path,
+                                                               monkeypatch):
+    project = _project(tmp_path, thrift_server, monkeypatch)
     _model(project, "live_counts", LIVE_COUNTS)
     (project / "models" / "live.yml").write_text(LIVE_TESTS)
     dbt = Dbt(project, "thrift")

@@ -10,24 +10,13 @@ from dbt.tests.adapter.basic.test_generic_tests import BaseGenericTests
 from dbt.tests.adapter.basic.test_incremental import BaseIncremental
 from dbt.tests.fixtures.project import *  # noqa: F401,F403 - dbt's `project` fixture family
 from dbt.tests.util import run_dbt, run_sql_with_adapter
-from test_catalog import _kill, _start_server
-from test_thrift import _free_port
 
 from sql_ext.dbt_runner import package_path
 
 
-@pytest.fixture(scope="module")
-def thrift_port(tmp_path_factory):
-    work = tmp_path_factory.mktemp("dbt_suite_server")
-    port = _free_port()
-    process = _start_server(work / "warehouse", port, work / "server.log")
-    yield port
-    _kill(process, port)
-
-
 @pytest.fixture(scope="class")
-def dbt_profile_target(thrift_port):
-    return {"type": "spark", "method": "thrift", "host": "127.0.0.1", "port": thrift_port,
+def dbt_profile_target(thrift_server):
+    return {"type": "spark", "method": "thrift", "host": "127.0.0.1", "port": thrift_server,
             "connect_retries": 3, "connect_timeout": 10}
 
 
