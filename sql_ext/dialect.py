@@ -162,8 +162,9 @@ class SqlExtParser(SparkParser):
                 if self._match_text_seq("AVAILABLE", "NOW"):
                     statement.set("trigger", None)
                 elif self._match_text_seq("EVERY"):
-                    statement.set("trigger", mark_position(self._parse_term(), self._curr
-                                                           or self._prev))
+                    token = self._curr or self._prev
+                    statement.set("trigger", mark_position(
+                        self._required(self._parse_term(), "TRIGGER EVERY <duration>"), token))
                 else:
                     raise error_at(self._curr or token,
                                    "TRIGGER must be followed by AVAILABLE NOW or EVERY <duration>")
@@ -176,6 +177,13 @@ class SqlExtParser(SparkParser):
             statement.set("query_start", self._curr.start)
         statement.set("expression", self._parse_select())
         return statement
+
+    def _required(self, node, what: str):
+        """`node`, or a positioned error that names what is missing where it should be."""
+        if node is None:
+            found = self._curr.text if self._curr else "end of statement"
+            raise error_at(self._curr or self._prev, f"expected {what}, found {found}")
+        return node
 
     def _once(self, statement: CreateStreamingTable, arg: str, clause: str) -> None:
         if statement.args.get(arg) is not None:
@@ -216,7 +224,8 @@ class SqlExtParser(SparkParser):
                 raise error_at(self._curr or self._prev, "TIME_INTERVAL(...) needs ON <event time>")
             self._sx_event_time = True  # a call before OVER is not a window function here
             try:
-                window.set("on", self._parse_assignment())
+                window.set("on", self._required(self._parse_assignment(),
+                                                "TIME_INTERVAL(...) ON <event time>"))
             finally:
                 self._sx_event_time = False
         else:
@@ -227,9 +236,11 @@ class SqlExtParser(SparkParser):
         if self._match_text_seq("WATERMARK"):
             token = self._prev
             if self._match_text_seq("DELAY"):
-                mode, arg = "DELAY", self._parse_assignment()
+                mode, arg = "DELAY", self._required(self._parse_assignment(),
+                                                    "WATERMARK DELAY <duration>")
             elif self._match_text_seq("BY"):
-                mode, arg = "BY", self._parse_assignment()
+                mode, arg = "BY", self._required(self._parse_assignment(),
+                                                 "WATERMARK BY <expression>")
             else:
                 raise error_at(self._curr or token, "WATERMARK must be followed by DELAY or BY")
             window.set("watermark", mark_position(SplPolicy(this=mode, expressions=[arg]), token))
@@ -255,10 +266,17 @@ class SqlExtParser(SparkParser):
         if not self._match(TokenType.L_PAREN):
             raise error_at(self._curr or self._prev, "OVER must be followed by (")
         if self._match(TokenType.PARTITION_BY):
-            window.set("partition_by", self._parse_csv(self._parse_assignment))
+            keys = self._parse_csv(self._parse_assignment)
+            if not keys or None in keys:
+                raise error_at(self._curr or self._prev,
+                               "PARTITION BY inside OVER needs a list of expressions")
+            window.set("partition_by", keys)
         if self._match(TokenType.ORDER_BY):
             token = self._curr
-            ordered = self._parse_ordered()
+            ordered = self._required(self._parse_ordered(), "ORDER BY <arrival expression>")
+            if ordered.this is None:
+                raise error_at(token or self._prev,
+                               "ORDER BY inside OVER needs an arrival expression")
             if ordered.args.get("desc"):
                 raise error_at(token, "ORDER BY inside OVER is the arrival order: it is ascending")
             window.set("order_by", mark_position(ordered.this, token))
@@ -285,7 +303,8 @@ class SqlExtParser(SparkParser):
         args = []
         while True:
             token = self._curr
-            args.append(mark_position(self._parse_lambda(), token))
+            args.append(mark_position(self._required(
+                self._parse_lambda(), f"an argument of {name_token.text.upper()}(...)"), token))
             if not self._match(TokenType.COMMA):
                 break
         if not self._match(TokenType.R_PAREN):

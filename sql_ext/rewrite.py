@@ -18,6 +18,7 @@ UDAFs both work.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 import sqlglot
@@ -47,8 +48,29 @@ def parse(sql: str) -> list[exp.Expression]:
         return [s for s in sqlglot.parse(sql, dialect=SqlExt) if s is not None]
     except ParseError as error:
         first = error.errors[0] if error.errors else {}
-        raise WindowSqlError(first.get("description") or str(error),
+        raise WindowSqlError(_readable(first.get("description") or str(error),
+                                       first.get("highlight")),
                              first.get("line") or 1, first.get("col") or 0) from None
+
+
+_MISSING = re.compile(r"Required keyword: '\w+' missing for <class '[\w.]+\.(\w+)'>")
+
+
+def _readable(description: str, near: str | None) -> str:
+    """sqlglot names its own classes when an expression is incomplete ("Required keyword:
+    'this' missing for <class '...Sum'>"); say it in SQL's words instead."""
+    missing = _MISSING.search(description)
+    if missing is None:
+        return description
+    name = missing.group(1)
+    kind = getattr(exp, name, None)
+    if isinstance(kind, type) and issubclass(kind, exp.Func):
+        what = f"{name.upper()}(...) is missing an argument"
+    elif isinstance(kind, type) and issubclass(kind, (exp.Binary, exp.Connector)):
+        what = "an operator is missing an operand"
+    else:
+        what = f"an incomplete {name.lower()} clause or expression"
+    return f"syntax error near '{near}': {what}" if near else f"syntax error: {what}"
 
 
 def rewrite(sql: str) -> str:
@@ -70,7 +92,9 @@ def _not_supported_yet(node: exp.Expression, what: str) -> WindowSqlError:
 
 
 def stream_source(select: exp.Select) -> str | None:
-    """The table of FROM STREAM(table), or None for a batch source."""
+    """The table of FROM STREAM(table), or None for a batch source (or none at all)."""
+    if select.args.get("from_") is None:
+        return None
     source = select.args["from_"].this
     if isinstance(source, exp.Table) and isinstance(source.this, exp.Anonymous) \
             and source.this.name.upper() == "STREAM" and source.this.expressions:
@@ -234,6 +258,9 @@ def lower_select(select: exp.Select) -> exp.Select:
 def lower_parts(select: exp.Select, streaming: bool = False) -> LoweredWindow:
     """Takes a windowed SELECT apart (batch, or streaming over FROM STREAM(...))."""
     window = select.args["sx_window"]
+    if select.args.get("from_") is None:
+        raise error_at_node(window, "a windowed query needs FROM <table, view, subquery or "
+                                    "STREAM(table)>: the window's tuples come from there")
     model = validate(window)
     _check_supported(window, model, select, streaming)
     for part in ("where",):

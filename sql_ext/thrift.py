@@ -20,7 +20,9 @@ def thrift_conf(host: str, port: int) -> dict[str, str]:
 
 
 def start_thrift_server(spark: SparkSession, host: str = "127.0.0.1", port: int = 10000):
-    """Starts HiveThriftServer2 on (host, port) over `spark`'s context; returns the server."""
+    """Starts HiveThriftServer2 on (host, port) over `spark`'s context; returns the server. A
+    session with the Hive catalog must have been built with `conf=thrift_conf(host, port)`."""
+    _check_hive_address(spark, host, port)
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()
     hadoop.set("hive.server2.thrift.bind.host", host)
     hadoop.set("hive.server2.thrift.port", str(port))
@@ -32,6 +34,21 @@ def start_thrift_server(spark: SparkSession, host: str = "127.0.0.1", port: int 
     wait_for_port(host, port)
     log.info("sql_ext Thrift server listening on %s:%s", host, port)
     return server
+
+
+def _check_hive_address(spark: SparkSession, host: str, port: int) -> None:
+    """With the Hive catalog the server takes its address from the Hive configuration the
+    session started with, and would listen elsewhere: say so instead of waiting for it."""
+    conf = spark.sparkContext.getConf()
+    if conf.get("spark.sql.catalogImplementation", "in-memory") != "hive":
+        return
+    fixed = (conf.get("spark.hadoop.hive.server2.thrift.bind.host"),
+             conf.get("spark.hadoop.hive.server2.thrift.port"))
+    if fixed != (host, str(port)):
+        raise ValueError(
+            f"this session uses the Hive catalog, whose Thrift address is fixed when the session "
+            f"starts ({fixed[0] or 'unset'}:{fixed[1] or 'unset'}), not {host}:{port}: build it "
+            f"with conf=sql_ext.thrift.thrift_conf({host!r}, {port}), as sql-ext thriftserver does")
 
 
 def wait_for_port(host: str, port: int, timeout: float = 60.0) -> None:

@@ -104,3 +104,14 @@ def test_streaming_table_statements_over_thrift(server):
             cursor.execute("STOP STREAM thrift_sums")
         cursor.execute("SELECT COUNT(*) FROM thrift_events")
         assert cursor.fetchall() == [(4,)]
+
+
+def test_a_hive_session_without_the_thrift_address_is_refused_at_once(spark):
+    """The test session has the Hive catalog and no thrift_conf: its server would listen on the
+    address fixed at session start, so starting one on another port is refused, not awaited."""
+    from sql_ext.thrift import start_thrift_server
+
+    port = _free_port()
+    with pytest.raises(ValueError, match=r"fixed when the session starts \(unset:unset\), not "
+                                         rf"127.0.0.1:{port}: build it with conf=sql_ext"):
+        start_thrift_server(spark, "127.0.0.1", port)
