@@ -30,11 +30,16 @@ def run_examples(args) -> int:
 
 
 def thriftserver(args) -> int:
+    from sql_ext import auth
     from sql_ext.session import session
     from sql_ext.thrift import start_thrift_server, thrift_conf
 
+    auth.check_bind(args.host, args.auth, args.insecure_no_auth)
+    conf = {**thrift_conf(args.host, args.port), **auth.server_conf(args.auth, args.password_file)}
     spark = session(warehouse=args.warehouse, app_name="sql-ext-thriftserver",
-                    metastore=args.metastore, conf=thrift_conf(args.host, args.port))
+                    metastore=args.metastore, conf=conf)
+    if args.auth == "password":
+        auth.install(spark, args.password_file)
     start_thrift_server(spark, args.host, args.port)
     print(f"sql-ext Thrift server on jdbc:hive2://{args.host}:{args.port}/default "
           "(Ctrl-C to stop)", flush=True)
@@ -50,6 +55,27 @@ def thriftserver(args) -> int:
         stop.wait()
     except KeyboardInterrupt:
         pass
+    return 0
+
+
+def passwd(args) -> int:
+    """Adds a user to a password file, or changes their password."""
+    import getpass
+
+    from sql_ext.auth import set_password
+
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = getpass.getpass(f"password for {args.user}: ")
+        if password != getpass.getpass("again: "):
+            print("the two passwords differ; nothing changed", file=sys.stderr)
+            return 1
+    if not password:
+        print("an empty password is not allowed; nothing changed", file=sys.stderr)
+        return 1
+    set_password(args.file, args.user, password)
+    print(f"{args.user} can sign in (password file {args.file})")
     return 0
 
 
@@ -98,7 +124,20 @@ def main(argv=None) -> int:
     server.add_argument("--metastore", default=None, help=METASTORE_HELP)
     server.add_argument("--no-resume", dest="resume", action="store_false",
                         help="do not start the catalog's TRIGGER EVERY streaming tables")
+    server.add_argument("--auth", choices=("none", "password"), default="none",
+                        help="none (the default, loopback only) or password (--password-file)")
+    server.add_argument("--password-file", default=None,
+                        help="users and salted password hashes (sql-ext passwd FILE USER)")
+    server.add_argument("--insecure-no-auth", action="store_true",
+                        help="allow --auth none on an address other machines can reach")
     server.set_defaults(run=thriftserver)
+    users = commands.add_parser("passwd", help="add a user to a password file, or change "
+                                               "their password")
+    users.add_argument("file")
+    users.add_argument("user")
+    users.add_argument("--password-stdin", action="store_true",
+                       help="read the password from standard input (one line)")
+    users.set_defaults(run=passwd)
     runner = commands.add_parser(
         "dbt", help="run dbt (method: session profiles) in a sql-ext session",
         description="Runs dbt in this process on sql-ext's session: sql-ext dbt run "

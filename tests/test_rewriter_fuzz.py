@@ -103,7 +103,8 @@ WINDOW = st.one_of(
     st.builds(lambda p, q, o, t: f"SLIDING {p} TRIGGER {q} {o} {' '.join(t)}",
               POLICY, POLICY, OVER, TAIL),
     st.builds(lambda a, b, c, d, o, t: f"TIME_INTERVAL({a}, {b}, {c}, {d}) ON ts {o} "
-                                       f"{' '.join(t)}", NUMBER, NUMBER, NUMBER, NUMBER, OVER, TAIL))
+                                       f"{' '.join(t)}", NUMBER, NUMBER, NUMBER, NUMBER,
+              OVER, TAIL))
 SELECT = st.sampled_from(["k, COUNT(*) AS n", "SUM(x)", "k, PANE_START(), MAX(x)",
                           "WINDOW_ID(), AVG(x)", "k, x", "*", "PANE_INDEX()"])
 SOURCE = st.sampled_from(["t", "STREAM(t)", "(SELECT * FROM t) AS s", ""])
@@ -116,3 +117,4 @@ def test_generated_window_clauses_get_a_rewrite_or_a_plain_positioned_error(
     query = f"SELECT {columns} {'FROM ' + source if source else ''} WINDOW {window}"
     kind = _check(f"CREATE STREAMING TABLE out AS {query}" if streaming else query)
     assert kind in ("SQL", "COMMAND", "ERROR")
+
