@@ -91,6 +91,12 @@ def stream_firings(spark: SparkSession, tuples: DataFrame, spec: dict,
         tuples._jdf, json.dumps(spec), checkpoint), spark)
 
 
+def share_function(spark: SparkSession, name: str, function) -> None:
+    """Makes a registered Python UDF (its JVM UserDefinedPythonFunction) callable in every
+    session the process creates from now on: the Thrift server's JDBC sessions."""
+    _jvm(spark).io.sqlext.analysis.ProcessFunctions.share(name, function)
+
+
 def stream_catalog(spark: SparkSession):
     """io.sqlext.streaming.StreamCatalog: streaming tables' catalog properties, running
     queries by table (so DROP TABLE stops them), failures recorded."""

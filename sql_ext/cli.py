@@ -40,6 +40,7 @@ def thriftserver(args) -> int:
                     metastore=args.metastore, conf=conf)
     if args.auth == "password":
         auth.install(spark, args.password_file)
+    _load_udafs(args.udafs)
     start_thrift_server(spark, args.host, args.port)
     print(f"sql-ext Thrift server on jdbc:hive2://{args.host}:{args.port}/default "
           "(Ctrl-C to stop)", flush=True)
@@ -56,6 +57,16 @@ def thriftserver(args) -> int:
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _load_udafs(modules: str | None) -> None:
+    """--udafs a.b,c.d: imports the modules; their UDAFs reach every session made after."""
+    if not modules:
+        return
+    from sql_ext.udaf import load_modules
+
+    names = load_modules([m.strip() for m in modules.split(",") if m.strip()])
+    print(f"UDAFs for every session: {', '.join(names) or '-'}", flush=True)
 
 
 def passwd(args) -> int:
@@ -83,9 +94,12 @@ def dbt(args) -> int:
     """dbt for `method: session` profiles, in this process on sql-ext's session."""
     from sql_ext.dbt_runner import run
 
+    from sql_ext.session import session
+
     dbt_args = args.dbt_args[1:] if args.dbt_args[:1] == ["--"] else args.dbt_args
-    result = run(dbt_args, warehouse=args.warehouse, metastore=args.metastore,
-                 app_name="sql-ext-dbt")
+    spark = session(warehouse=args.warehouse, metastore=args.metastore, app_name="sql-ext-dbt")
+    _load_udafs(args.udafs)
+    result = run(dbt_args, spark=spark)
     if result.exception is not None:
         return 2
     return 0 if result.success else 1
@@ -130,6 +144,8 @@ def main(argv=None) -> int:
                         help="users and salted password hashes (sql-ext passwd FILE USER)")
     server.add_argument("--insecure-no-auth", action="store_true",
                         help="allow --auth none on an address other machines can reach")
+    server.add_argument("--udafs", default=None, metavar="MODULE[,MODULE]",
+                        help="modules of @sql_ext.udaf functions for every JDBC/dbt session")
     server.set_defaults(run=thriftserver)
     users = commands.add_parser("passwd", help="add a user to a password file, or change "
                                                "their password")
@@ -144,6 +160,8 @@ def main(argv=None) -> int:
                     "--project-dir examples/dbt (the arguments after the options go to dbt)")
     runner.add_argument("--warehouse", default=None)
     runner.add_argument("--metastore", default=None, help=METASTORE_HELP)
+    runner.add_argument("--udafs", default=None, metavar="MODULE[,MODULE]",
+                        help="modules of @sql_ext.udaf functions for dbt's SQL")
     runner.add_argument("dbt_args", nargs=argparse.REMAINDER, help="dbt's own arguments")
     runner.set_defaults(run=dbt)
     package = commands.add_parser("dbt-package",

@@ -10,6 +10,12 @@ per argument (one list per window, in the same order) and returns one value per 
 
 In a windowed query, `py_sum(x)` is lowered to `__sx_udaf_py_sum(COLLECT_LIST(x))`: Spark
 collects each window's values in the JVM, then one Arrow call handles thousands of windows.
+A UDAF registered in the process reaches every session created afterwards, so `sql-ext
+thriftserver --udafs my_package.aggregates` (and `sql-ext dbt --udafs ...`) imports a module
+of UDAFs and makes them callable by every JDBC and dbt user. The UDAF code (this module's and
+the defining module's) is pickled by value: executors need pyarrow and numpy, not sql_ext or
+the module.
+
 Outside windowed queries the same name is an ordinary Spark grouped-aggregate UDF (one call per
 group), so plain `GROUP BY` queries work too (Spark does not let those mix grouped Python UDFs
 with built-in aggregates in one SELECT; windowed queries can). NULL inputs are skipped, as
@@ -18,12 +24,15 @@ built-in aggregates do (with several arguments, rows where any argument is NULL)
 
 from __future__ import annotations
 
+import importlib
+import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+from pyspark import cloudpickle
 from pyspark.sql import SparkSession
 from pyspark.sql.functions import arrow_udf
 from pyspark.sql.pandas.functions import ArrowUDFType
@@ -40,10 +49,10 @@ class Udaf:
     function: Callable
     returns: str
 
-    def register(self, spark: SparkSession) -> None:
-        """Registers both forms of the UDAF in `spark`."""
-        return_type: DataType = _parse_datatype_string(self.returns)
-        arrow_type = to_arrow_type(return_type)
+    def wrappers(self) -> tuple[Callable, Callable]:
+        """The two functions Spark runs in executors: over a batch of windows (windowed
+        queries), and over one group (plain GROUP BY)."""
+        arrow_type = to_arrow_type(_parse_datatype_string(self.returns))
         function = self.function
 
         def batched(*lists: pa.Array) -> pa.Array:
@@ -55,12 +64,22 @@ class Udaf:
                           for c in columns]
             return _as_array(function(*one_window), arrow_type)[0].as_py()
 
+        return batched, per_group
+
+    def register(self, spark: SparkSession) -> None:
+        """Registers both forms of the UDAF in `spark`, and for every session made after."""
+        return_type: DataType = _parse_datatype_string(self.returns)
+        batched, per_group = self.wrappers()
         with warnings.catch_warnings():  # pyspark prefers type hints; *args cannot carry them
             warnings.simplefilter("ignore", UserWarning)
             scalar = arrow_udf(batched, return_type, ArrowUDFType.SCALAR)
             grouped = arrow_udf(per_group, return_type, ArrowUDFType.GROUPED_AGG)
         spark.udf.register(BATCHED_PREFIX + self.name, scalar)
         spark.udf.register(self.name, grouped)
+        from sql_ext import bridge  # (bridge -> rewrite -> this module)
+
+        for name, wrapped in ((BATCHED_PREFIX + self.name, scalar), (self.name, grouped)):
+            bridge.share_function(spark, name, wrapped._unwrapped._judf)
 
     def __call__(self, *args):
         return self.function(*args)
@@ -73,12 +92,32 @@ def udaf(returns: str, name: str | None = None):
     def wrap(function: Callable) -> Udaf:
         definition = Udaf(name or function.__name__, function, returns)
         _registry[definition.name.lower()] = definition
+        _pickle_by_value(function.__module__)
         active = SparkSession.getActiveSession()
         if active is not None:
             definition.register(active)
         return definition
 
     return wrap
+
+
+def load_modules(names: list[str]) -> list[str]:
+    """Imports modules of UDAFs (their @udaf functions register as they load); the UDAF names."""
+    before = set(_registry)
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as error:
+            raise SystemExit(f"--udafs {name}: cannot import it ({error}); the module must be "
+                             "importable by this Python (PYTHONPATH or an installed package)")
+    return sorted(set(_registry) - before)
+
+
+def _pickle_by_value(module_name: str) -> None:
+    """Executors get the UDAF's code inside the task, not by importing its module there."""
+    module = sys.modules.get(module_name)
+    if module is not None and module_name != "__main__":
+        cloudpickle.register_pickle_by_value(module)
 
 
 def registered() -> dict[str, Udaf]:
@@ -137,3 +176,6 @@ def _as_array(result, arrow_type: pa.DataType) -> pa.Array:
     if isinstance(result, pa.Array):
         return result if result.type == arrow_type else result.cast(arrow_type)
     return pa.array(result, type=arrow_type)
+
+
+_pickle_by_value(__name__)  # the wrappers above reach executors without sql_ext installed

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 from pyhive import hive
 from test_thrift import _free_port
@@ -39,13 +40,18 @@ def test_a_second_process_on_an_embedded_catalog_is_a_clear_error(spark, tmp_pat
     assert took < 120, f"the second process took {took:.0f} s to be refused"
 
 
-def _start_server(warehouse, port, log):
+def _start_server(warehouse, port, log, *options):
+    """`sql-ext thriftserver` with `options`; the tests folder is on its PYTHONPATH (the
+    UDAF modules of tests/udafs)."""
+    tests = str(Path(__file__).resolve().parent)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [tests] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     with open(log, "a") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "sql_ext.cli", "thriftserver", "--port", str(port),
-             "--warehouse", str(warehouse)],
+             "--warehouse", str(warehouse), *options],
             stdout=out, stderr=subprocess.STDOUT, cwd=warehouse.parent,
-            start_new_session=True)
+            start_new_session=True, env=env)
     wait_for_port("127.0.0.1", port, timeout=120)
     return process
 

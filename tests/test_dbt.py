@@ -187,3 +187,34 @@ def test_streaming_models_in_a_session_profile(spark, tmp_path, monkeypatch):
             in _messages(refused)
     finally:
         spark.conf.set("spark.sql.ansi.enabled", ansi)
+
+
+LANE_TOTALS = """
+{{ config(materialized='table') }}
+SELECT freeway, WINDOW_ID() AS w, team_total(lane_flow) AS by_udaf, SUM(lane_flow) AS by_sum
+FROM {{ source('raw', 'traffic') }}
+WINDOW TUMBLING COUNT(4) OVER (PARTITION BY freeway ORDER BY event_time)
+"""
+
+
+def test_a_udaf_module_serves_jdbc_and_dbt_users(thrift_server, tmp_path, monkeypatch):
+    """The server runs with --udafs udafs.team_aggregates: every JDBC connection (PyHive) and
+    a dbt model can call team_total, and it equals SUM, windowed and in a plain GROUP BY."""
+    with hive.connect(host="127.0.0.1", port=thrift_server) as conn:
+        cursor = conn.cursor()
+        rows = _fetch(cursor, "SELECT k, WINDOW_ID(), team_total(x), SUM(x) FROM VALUES "
+                              "('a', 1.0), ('a', 2.5), ('b', 4.0), ('a', 3.0), ('b', 1.0) "
+                              "AS t(k, x) WINDOW TUMBLING COUNT(2) OVER (PARTITION BY k)")
+        assert sorted(rows) == [("a", 0, 3.5, 3.5), ("b", 0, 5.0, 5.0)]
+        grouped = _fetch(cursor, "SELECT k, team_total(x) FROM VALUES ('a', 1.0), ('a', 2.0) "
+                                 "AS t(k, x) GROUP BY k")
+        assert grouped == [("a", 3.0)]
+    project = _project(tmp_path, thrift_server, monkeypatch)
+    _model(project, "lane_totals", LANE_TOTALS)
+    dbt = Dbt(project, "thrift")
+    dbt("deps")
+    dbt("run-operation", "append_traffic", "--args", "{batch: 20}")
+    dbt("run", "-s", "lane_totals")
+    with hive.connect(host="127.0.0.1", port=thrift_server) as conn:
+        totals = _fetch(conn.cursor(), "SELECT by_udaf, by_sum FROM analytics.lane_totals")
+    assert len(totals) >= 30 and all(abs(a - b) < 1e-9 for a, b in totals)

@@ -77,3 +77,27 @@ def test_udaf_in_plain_group_by(spark, udafs):
 def test_reduce_windows_handles_empty_windows():
     lists = pa.array([[1.0, 2.0], [], [5.0]], pa.list_(pa.float64()))
     assert reduce_windows(np.add, lists).to_pylist() == [3.0, None, 5.0]
+
+
+def test_udaf_code_reaches_executors_without_sql_ext_or_its_module(spark, tmp_path):
+    """What Spark ships to a Python worker (the pickled wrapper) loads and runs in a Python
+    where neither sql_ext nor the UDAF's own module can be imported."""
+    import subprocess
+    import sys
+
+    from pyspark import cloudpickle
+    from udafs.team_aggregates import team_total
+
+    blob = tmp_path / "udaf.pickle"
+    blob.write_bytes(cloudpickle.dumps(team_total.wrappers()[0]))
+    worker = subprocess.run([sys.executable, "-c", f"""
+import sys
+sys.modules["sql_ext"] = None  # import sql_ext raises ImportError, as on a bare worker
+sys.modules["udafs"] = None
+import pickle
+import pyarrow as pa
+batched = pickle.loads(open({str(blob)!r}, "rb").read())
+print(batched(pa.array([[1.0, 2.0], [3.5], []], type=pa.list_(pa.float64()))).to_pylist())
+"""], capture_output=True, text=True, timeout=120)
+    assert worker.returncode == 0, worker.stderr[-3000:]
+    assert worker.stdout.strip() == "[3.0, 3.5, None]"

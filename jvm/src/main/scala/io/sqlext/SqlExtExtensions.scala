@@ -1,6 +1,6 @@
 package io.sqlext
 
-import io.sqlext.analysis.WindowTableFunction
+import io.sqlext.analysis.{ProcessFunctions, WindowTableFunction}
 import io.sqlext.execution.{RankArrival, WindowStrategy}
 import io.sqlext.expressions.ArrivalSequence
 import io.sqlext.optimizer.{ExpandPanes, IncrementalWindowAggregate}
@@ -16,6 +16,8 @@ class SqlExtExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectTableFunction(WindowTableFunction.registration)
     // Analysis: sql_ext_arrival() and sql_ext_arrival_file(), a row's place in source order.
     ArrivalSequence.registrations.foreach(extensions.injectFunction)
+    // Analysis: Python UDAFs shared later reach every session made after (JDBC connections).
+    ProcessFunctions.remember(extensions)
     // Optimization: TIME_INTERVAL without a watermark becomes a generated Filter(Expand).
     extensions.injectOptimizerRule(session => ExpandPanes(session.sparkContext))
     // Optimization: sliding windows with incremental aggregates emit one row per firing.
