@@ -64,6 +64,8 @@ class Udaf:
                           for c in columns]
             return _as_array(function(*one_window), arrow_type)[0].as_py()
 
+        # Spark names a Python UDF after its function in plans and errors.
+        batched.__name__, per_group.__name__ = BATCHED_PREFIX + self.name, self.name
         return batched, per_group
 
     def register(self, spark: SparkSession) -> None:

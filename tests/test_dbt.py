@@ -38,12 +38,13 @@ def _project(tmp_path: Path, port: int | None, monkeypatch) -> Path:
 class Dbt:
     """dbt commands on one project and target, with the warnings they logged."""
 
-    def __init__(self, project: Path, target: str, spark=None):
+    def __init__(self, project: Path, target: str, spark=None, raw_schema: str = "raw"):
         self.project, self.target, self.spark, self.warnings = project, target, spark, []
+        self.raw_schema = raw_schema  # where the project's source lives (the var raw_schema)
 
     def __call__(self, *args: str, ok: bool = True):
         flags = ["--project-dir", str(self.project), "--profiles-dir", str(self.project),
-                 "--target", self.target]
+                 "--target", self.target, "--vars", f"{{raw_schema: {self.raw_schema}}}"]
         if self.spark is not None:
             result = run([*args, *flags], spark=self.spark)
         else:
@@ -72,8 +73,18 @@ def _model(project: Path, name: str, text: str) -> None:
     (project / "models" / f"{name}.sql").write_text(text)
 
 
+LANE_TOTALS = """
+{{ config(materialized='table') }}
+SELECT freeway, WINDOW_ID() AS w, team_total(lane_flow) AS by_udaf, SUM(lane_flow) AS by_sum
+FROM {{ source('raw', 'traffic') }}
+WINDOW TUMBLING COUNT(4) OVER (PARTITION BY freeway ORDER BY event_time)
+"""
+
+
 def test_the_example_project_through_thrift(thrift_server, tmp_path, monkeypatch):
     project = _project(tmp_path, thrift_server, monkeypatch)
+    # A model calling the UDAF the server was started with (--udafs udafs.team_aggregates).
+    _model(project, "lane_totals", LANE_TOTALS)
     dbt = Dbt(project, "thrift")
     dbt("deps")
     dbt("run-operation", "append_traffic", "--args", "{batch: 0}")
@@ -95,6 +106,13 @@ def test_the_example_project_through_thrift(thrift_server, tmp_path, monkeypatch
         assert sorted(_fetch(cursor, "SELECT * FROM analytics.traffic_flow")) == sorted(_fetch(
             cursor, "SELECT * FROM analytics.traffic_flow_batch WHERE time_end <= "
                     "(SELECT MAX(event_time) - INTERVAL 5 SECONDS FROM raw.traffic)"))
+
+        # The UDAF module serves every connection: dbt's model and this PyHive one.
+        totals = _fetch(cursor, "SELECT by_udaf, by_sum FROM analytics.lane_totals")
+        assert len(totals) == 90 and all(abs(a - b) < 1e-9 for a, b in totals)
+        assert sorted(_fetch(cursor, "SELECT k, team_total(x) FROM VALUES ('a', 1.0), "
+                                     "('a', 2.5), ('b', 4.0) AS t(k, x) GROUP BY k")) \
+            == [("a", 3.5), ("b", 4.0)]
 
         # --full-refresh: a warning, then the table rebuilt from the whole source.
         dbt("run", "-s", "lane_counts", "--full-refresh")
@@ -151,9 +169,9 @@ def test_a_continuous_model_outlives_dbt_and_is_found_running(thrift_server, tmp
     project = _project(tmp_path, thrift_server, monkeypatch)
     _model(project, "live_counts", LIVE_COUNTS)
     (project / "models" / "live.yml").write_text(LIVE_TESTS)
-    dbt = Dbt(project, "thrift")
+    dbt = Dbt(project, "thrift", raw_schema="raw_live")  # its own source: runs in any order
     dbt("deps")
-    dbt("run-operation", "append_traffic", "--args", "{batch: 10}")
+    dbt("run-operation", "append_traffic", "--args", "{batch: 0}")
     dbt("run", "-s", "live_counts")
     dbt("test", "-s", "live_counts")
     dbt("run", "-s", "live_counts")  # running already: left alone
@@ -188,33 +206,3 @@ def test_streaming_models_in_a_session_profile(spark, tmp_path, monkeypatch):
     finally:
         spark.conf.set("spark.sql.ansi.enabled", ansi)
 
-
-LANE_TOTALS = """
-{{ config(materialized='table') }}
-SELECT freeway, WINDOW_ID() AS w, team_total(lane_flow) AS by_udaf, SUM(lane_flow) AS by_sum
-FROM {{ source('raw', 'traffic') }}
-WINDOW TUMBLING COUNT(4) OVER (PARTITION BY freeway ORDER BY event_time)
-"""
-
-
-def test_a_udaf_module_serves_jdbc_and_dbt_users(thrift_server, tmp_path, monkeypatch):
-    """The server runs with --udafs udafs.team_aggregates: every JDBC connection (PyHive) and
-    a dbt model can call team_total, and it equals SUM, windowed and in a plain GROUP BY."""
-    with hive.connect(host="127.0.0.1", port=thrift_server) as conn:
-        cursor = conn.cursor()
-        rows = _fetch(cursor, "SELECT k, WINDOW_ID(), team_total(x), SUM(x) FROM VALUES "
-                              "('a', 1.0), ('a', 2.5), ('b', 4.0), ('a', 3.0), ('b', 1.0) "
-                              "AS t(k, x) WINDOW TUMBLING COUNT(2) OVER (PARTITION BY k)")
-        assert sorted(rows) == [("a", 0, 3.5, 3.5), ("b", 0, 5.0, 5.0)]
-        grouped = _fetch(cursor, "SELECT k, team_total(x) FROM VALUES ('a', 1.0), ('a', 2.0) "
-                                 "AS t(k, x) GROUP BY k")
-        assert grouped == [("a", 3.0)]
-    project = _project(tmp_path, thrift_server, monkeypatch)
-    _model(project, "lane_totals", LANE_TOTALS)
-    dbt = Dbt(project, "thrift")
-    dbt("deps")
-    dbt("run-operation", "append_traffic", "--args", "{batch: 20}")
-    dbt("run", "-s", "lane_totals")
-    with hive.connect(host="127.0.0.1", port=thrift_server) as conn:
-        totals = _fetch(conn.cursor(), "SELECT by_udaf, by_sum FROM analytics.lane_totals")
-    assert len(totals) >= 30 and all(abs(a - b) < 1e-9 for a, b in totals)

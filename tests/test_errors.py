@@ -103,6 +103,28 @@ def test_type_and_column_errors(spark, readings, sql, message):
     assert message in str(error.value)
 
 
+@pytest.mark.parametrize("sql,name", [
+    ("SELECT name, SUM(nope) FROM readings WINDOW TUMBLING COUNT(3) OVER (PARTITION BY name)",
+     "nope"),
+    ("SELECT nope, SUM(v) FROM readings WINDOW TUMBLING COUNT(3) OVER (PARTITION BY name)",
+     "nope"),
+    ("SELECT SUM(v) FROM readings WINDOW TUMBLING COUNT(3) OVER (PARTITION BY name\n"
+     "  ORDER BY nope)", "nope"),
+    ("SELECT SUM(v) FROM missing_table WINDOW TUMBLING COUNT(3)", "missing_table"),
+])
+def test_analysis_errors_speak_of_the_users_query(spark, readings, sql, name):
+    """No helper column (__sx_*) among the suggestions, no internal plan, and the pointer in
+    the statement the user wrote, at the name."""
+    with pytest.raises(AnalysisException) as error:
+        spark.sql(sql).collect()
+    text = str(error.value)
+    assert "__sx" not in text and "WindowAssign" not in text and "SQL_EXT_WINDOW" not in text
+    assert f"`{name}`" in text and "== SQL ==" in text and sql.splitlines()[-1] in text
+    line = sql[:sql.index(name)].count("\n") + 1
+    column = sql.index(name) - (sql[:sql.index(name)].rfind("\n") + 1)
+    assert f"(line {line}, pos {column})" in text
+
+
 def test_a_batch_query_over_a_stream_points_to_streaming_tables(spark, readings):
     for sql in ["SELECT SUM(v) FROM STREAM(readings) WINDOW TUMBLING COUNT(5)",
                 "SELECT SUM(v) FROM STREAM(readings) WINDOW TIME_INTERVAL(10) ON ts"]:

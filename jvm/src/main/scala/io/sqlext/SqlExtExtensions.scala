@@ -11,7 +11,7 @@ import org.apache.spark.sql.SparkSessionExtensions
 class SqlExtExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     // Parsing: windowed SQL that Spark rejects is lowered by the Python rewriter.
-    extensions.injectParser((_, delegate) => new RewritingParser(delegate))
+    extensions.injectParser((session, delegate) => new RewritingParser(session, delegate))
     // Analysis: the rewriter's target, sql_ext_window(TABLE(...), spec), becomes WindowAssign.
     extensions.injectTableFunction(WindowTableFunction.registration)
     // Analysis: sql_ext_arrival() and sql_ext_arrival_file(), a row's place in source order.

@@ -7,6 +7,7 @@ import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParseException, P
 import io.sqlext.execution.StreamStatementCommand
 import org.apache.spark.sql.catalyst.plans.logical.{CreateStreamingTable,
   CreateStreamingTableAsSelect, LogicalPlan}
+import org.apache.spark.sql.{AnalysisException, SparkSession}
 import org.apache.spark.sql.types.{DataType, StructType}
 
 /**
@@ -14,7 +15,8 @@ import org.apache.spark.sql.types.{DataType, StructType}
  * owner of the windowed grammar) may lower it to plain Spark SQL, which Spark then parses.
  * Ordinary SQL never reaches Python. Every other method is forwarded unchanged.
  */
-class RewritingParser(delegate: ParserInterface) extends ParserInterface {
+class RewritingParser(session: SparkSession, delegate: ParserInterface)
+    extends ParserInterface {
 
   override def parsePlan(sqlText: String): LogicalPlan =
     withRewrite(sqlText)(delegate.parsePlan)
@@ -41,7 +43,8 @@ class RewritingParser(delegate: ParserInterface) extends ParserInterface {
 
   private def rewritten(sqlText: String, parse: String => LogicalPlan, original: Exception)
       : LogicalPlan = SqlRewriterRegistry.rewrite(sqlText) match {
-    case Some(answer) if answer.startsWith("SQL\n") => parse(answer.stripPrefix("SQL\n"))
+    case Some(answer) if answer.startsWith("SQL\n") =>
+      analyzedForUser(parse(answer.stripPrefix("SQL\n")), sqlText)
     case Some(answer) if answer.startsWith("COMMAND\n") =>
       StreamStatementCommand(answer.stripPrefix("COMMAND\n"), sqlText)
     case Some(answer) if answer.startsWith("ERROR\n") =>
@@ -49,6 +52,15 @@ class RewritingParser(delegate: ParserInterface) extends ParserInterface {
       throw SqlExtErrors.parse(sqlText, message, line.toInt, column.toInt)
     case None => throw unregistered(sqlText, original)
     case _ => throw original
+  }
+
+  /** Analyzes the rewritten plan here, so that an error (an unknown column, a missing table)
+   *  is reported in the user's terms (WindowedErrors) rather than the rewrite's. The
+   *  statement's own analysis runs again later (milliseconds, for windowed statements only). */
+  private def analyzedForUser(plan: LogicalPlan, sqlText: String): LogicalPlan = {
+    try session.sessionState.executePlan(plan).assertAnalyzed()
+    catch { case error: AnalysisException => throw WindowedErrors.forUser(error, sqlText) }
+    plan
   }
 
   /** The extension is loaded but this process has no rewriter: a session built outside
