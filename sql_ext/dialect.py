@@ -114,6 +114,15 @@ class SqlExtParser(SparkParser):
             return this
         return super()._parse_window(this, alias)
 
+    def _can_parse_named_window(self) -> bool:
+        # WINDOW can be an implicit alias (`SELECT 1 window`); before a window kind it is our
+        # clause, also in a SELECT without FROM (which then gets its own error, not "Invalid
+        # expression" at the window kind).
+        if self._curr is not None and self._curr.token_type == TokenType.WINDOW \
+                and self._next is not None and self._next.text.upper() in WINDOW_KINDS:
+            return True
+        return super()._can_parse_named_window()
+
     def _parse_statement(self):
         start = self._curr
         if self._match_text_seq("CREATE", "STREAMING", "TABLE"):

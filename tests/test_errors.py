@@ -143,3 +143,56 @@ def test_null_delta_rows_are_counted_not_lost(spark, readings):
     rows = frame.collect()
     assert sum(r.n for r in rows) + 3 <= 15  # 5 NULL g values never enter a window
     assert sql_ext.not_windowed_rows(frame) == 5
+
+
+class _HungRewriter:
+    """A rewriter that never answers statements holding HANG (until released), and answers
+    the rest as sql_ext does: a Python callback stuck in user code or a deadlock."""
+
+    def __init__(self):
+        import threading
+
+        self.release = threading.Event()
+
+    def rewrite(self, sql_text):
+        from sql_ext.bridge import answer
+
+        if "HANG" in sql_text:
+            self.release.wait(120)
+        return answer(sql_text)
+
+    def execute(self, sql_text, jsession):
+        return '{"error": "not used"}'
+
+    class Java:
+        implements = ["io.sqlext.parser.SqlRewriter"]
+
+
+def test_a_hung_rewrite_fails_its_statement_in_time_and_the_session_goes_on(spark, readings):
+    import time
+
+    from sql_ext import bridge
+
+    hung = _HungRewriter()
+    registry = spark.sparkContext._jvm.io.sqlext.parser.SqlRewriterRegistry
+    registry.register(hung)
+    spark.conf.set("spark.sql_ext.rewriter.timeout", "2s")
+    try:
+        started = time.monotonic()
+        with pytest.raises(ParseException, match=r"the sql_ext rewriter did not answer within "
+                                                 r"2000 ms; the statement was not run \(the bound "
+                                                 r"is the session setting spark.sql_ext.rewriter"):
+            spark.sql("SELECT SUM(v) AS HANG FROM readings WINDOW TUMBLING COUNT(5)")
+        waited = time.monotonic() - started
+        assert 2 <= waited < 30
+        # The stuck callback still holds its thread; the next statements do not wait for it.
+        started = time.monotonic()
+        rows = spark.sql("SELECT SUM(v) AS s FROM readings WINDOW TUMBLING COUNT(5) "
+                         "OVER (ORDER BY seq)").collect()
+        assert sorted(row.s for row in rows) == [10.0, 35.0, 60.0, 85.0]
+        assert spark.sql("SELECT COUNT(*) AS n FROM readings").first().n == 20
+        assert time.monotonic() - started < 30
+    finally:
+        hung.release.set()
+        spark.conf.unset("spark.sql_ext.rewriter.timeout")
+        bridge.register(spark)

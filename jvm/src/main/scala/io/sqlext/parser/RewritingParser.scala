@@ -5,6 +5,7 @@ import org.apache.spark.sql.catalyst.{FunctionIdentifier, TableIdentifier}
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParseException, ParserInterface}
 import io.sqlext.execution.StreamStatementCommand
+import io.sqlext.parser.SqlRewriterRegistry.timeoutOf
 import org.apache.spark.sql.catalyst.plans.logical.{CreateStreamingTable,
   CreateStreamingTableAsSelect, LogicalPlan}
 import org.apache.spark.sql.{AnalysisException, SparkSession}
@@ -42,7 +43,7 @@ class RewritingParser(session: SparkSession, delegate: ParserInterface)
   }
 
   private def rewritten(sqlText: String, parse: String => LogicalPlan, original: Exception)
-      : LogicalPlan = SqlRewriterRegistry.rewrite(sqlText) match {
+      : LogicalPlan = SqlRewriterRegistry.rewrite(sqlText, timeoutOf(session)) match {
     case Some(answer) if answer.startsWith("SQL\n") =>
       analyzedForUser(parse(answer.stripPrefix("SQL\n")), sqlText)
     case Some(answer) if answer.startsWith("COMMAND\n") =>

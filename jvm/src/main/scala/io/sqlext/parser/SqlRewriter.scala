@@ -2,6 +2,7 @@ package io.sqlext.parser
 
 import java.util.concurrent.{Executors, ThreadFactory, TimeUnit, TimeoutException}
 
+import org.apache.spark.network.util.JavaUtils
 import org.apache.spark.sql.SparkSession
 
 import scala.concurrent.{Await, ExecutionContext, Future}
@@ -26,8 +27,14 @@ trait SqlRewriter {
 object SqlRewriterRegistry {
   @volatile private var current: Option[SqlRewriter] = None
 
-  /** py4j has no call timeout; a hung Python callback must not hang its statement forever. */
-  private val timeout = 60.seconds
+  /** py4j has no call timeout; a hung Python callback must not hang its statement (and a
+   *  JDBC server thread) forever. A session setting, so a server can choose its bound. */
+  val TimeoutConf = "spark.sql_ext.rewriter.timeout"
+  private val DefaultTimeout = "60s"
+
+  def timeoutOf(session: SparkSession): FiniteDuration =
+    JavaUtils.timeStringAsMs(
+      session.sessionState.conf.getConfString(TimeoutConf, DefaultTimeout)).millis
 
   private lazy val pool = ExecutionContext.fromExecutorService(
     Executors.newCachedThreadPool(new ThreadFactory {
@@ -51,12 +58,16 @@ object SqlRewriterRegistry {
     case None => """{"error": "the sql_ext rewriter is not registered in this process"}"""
   }
 
-  /** Asks the rewriter, bounded in time; None when no rewriter is registered. */
-  def rewrite(sqlText: String): Option[String] = current.map { rewriter =>
-    try Await.result(Future(rewriter.rewrite(sqlText))(pool), timeout)
-    catch {
-      case _: TimeoutException =>
-        s"ERROR\n1\n0\nthe sql_ext rewriter did not answer within ${timeout.toSeconds} s"
-    }
+  /** Asks the rewriter, bounded in time; None when no rewriter is registered. A rewrite
+   *  that does not answer in time leaves its pool thread waiting on Python and the statement
+   *  fails; the session (and the server thread) go on. */
+  def rewrite(sqlText: String, timeout: FiniteDuration): Option[String] = current.map {
+    rewriter =>
+      try Await.result(Future(rewriter.rewrite(sqlText))(pool), timeout)
+      catch {
+        case _: TimeoutException =>
+          s"ERROR\n1\n0\nthe sql_ext rewriter did not answer within ${timeout.toMillis} ms; " +
+            s"the statement was not run (the bound is the session setting $TimeoutConf)"
+      }
   }
 }
