@@ -4,7 +4,7 @@
 #   .venv/          Python environment (pyspark, delta-spark, sqlglot, pytest, dbt, ...)
 #   .tools/sbt/     sbt launcher and its caches (the JVM build)
 #   .cache/jars/    Delta's JVM jars from Maven Central
-# Usage: bash python/dev.sh setup | main | test | bench [args] | load [args]
+# Usage: bash python/dev.sh setup | main | test | bench [args] | load [args] | profile [args]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -77,6 +77,7 @@ case "${1:-}" in
     exec "$PY" -m pytest -n "${SQL_EXT_TEST_WORKERS:-2}" --dist load "$@" ;;
   bench) setup; shift; exec "$PY" python/bench.py "$@" ;;
   load) setup; shift; exec "$PY" python/thrift_load.py "$@" ;;
+  profile) setup; shift; exec "$PY" python/stream_profile.py "$@" ;;
   sbt) setup_python; shift; sbt "$@" ;;
-  *) echo "usage: bash python/dev.sh setup|main|test|bench|load|sbt ..." >&2; exit 2 ;;
+  *) echo "usage: bash python/dev.sh setup|main|test|bench|load|profile|sbt ..." >&2; exit 2 ;;
 esac

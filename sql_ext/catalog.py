@@ -14,12 +14,16 @@ javax.jdo.option.ConnectionUserName/ConnectionPassword settings as spark.hadoop.
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from pathlib import Path
 
 from sql_ext.errors import WindowSqlError
 
 METASTORE_ENV = "SQL_EXT_METASTORE"
+
+log = logging.getLogger("sql_ext")
 
 
 class CatalogInUse(WindowSqlError):
@@ -28,6 +32,22 @@ class CatalogInUse(WindowSqlError):
 
 def derby_url(warehouse: Path) -> str:
     return f"jdbc:derby:;databaseName={warehouse / 'metastore_db'};create=true"
+
+
+def set_aside_unfinished(warehouse: Path) -> Path | None:
+    """A process killed while Derby created the embedded catalog leaves `metastore_db` without
+    Derby's `service.properties`; Derby then refuses to create it again ("Directory ... already
+    exists") for every later process. No table can be in such a database (its creation never
+    finished), so it is moved aside, with a warning, and created anew. Returns where it went."""
+    database = warehouse / "metastore_db"
+    if not database.is_dir() or (database / "service.properties").exists():
+        return None
+    aside = warehouse / f"metastore_db.unfinished-{time.strftime('%Y%m%d-%H%M%S')}"
+    database.rename(aside)
+    log.warning("sql_ext: the embedded catalog %s was never completely created (a process "
+                "stopped while creating it); moved aside to %s and created anew", database,
+                aside)
+    return aside
 
 
 def catalog_conf(warehouse: Path, metastore: str | None = None) -> dict[str, str]:

@@ -55,6 +55,8 @@ def session(
     sql_ext.catalog)."""
     warehouse = Path(warehouse or jars.PROJECT_DIR / "warehouse").resolve()
     warehouse.mkdir(parents=True, exist_ok=True)
+    if metastore is None and not os.environ.get(catalog.METASTORE_ENV):
+        catalog.set_aside_unfinished(warehouse)
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)

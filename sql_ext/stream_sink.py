@@ -62,6 +62,10 @@ def table_location(spark: SparkSession, name: str) -> str:
     return spark.sql(f"DESCRIBE DETAIL {name}").select("location").first()[0]
 
 
+# A session setting for benchmarks: "noop" computes every micro-batch's rows and writes none.
+BENCH_SINK = "spark.sql_ext.bench.sink"
+
+
 class DeltaSink:
     """One Delta commit per micro-batch into the table at `location`; `app_id` names the
     stream's incarnation (a replaced stream starts its batch ids again)."""
@@ -75,6 +79,10 @@ class DeltaSink:
         if count == 0:
             return
         session = rows.sparkSession
+        if session.conf.get(BENCH_SINK, "delta") == "noop":
+            # Benchmarks only: everything but the Delta commit, as Spark's noop sink measures.
+            rows.write.format("noop").mode("overwrite").save()
+            return
         # Idempotent per micro-batch: Delta skips a (txnAppId, txnVersion) it already committed.
         session.conf.set("spark.databricks.delta.write.txnAppId", self.app_id)
         session.conf.set("spark.databricks.delta.write.txnVersion", str(batch_id))

@@ -120,3 +120,21 @@ def test_a_killed_thrift_server_restarts_with_its_tables(tmp_path):
     assert (warehouse / "metastore_db").is_dir() and (warehouse / "derby.log").exists()
     for folder in (tmp_path, tmp_path / "elsewhere"):
         assert not (folder / "metastore_db").exists() and not (folder / "derby.log").exists()
+
+
+def test_a_catalog_whose_creation_was_killed_is_created_anew(tmp_path):
+    """A process killed while Derby created the embedded catalog leaves metastore_db without
+    service.properties; the next process sets it aside (warning) and works, instead of being
+    refused forever."""
+    warehouse = tmp_path / "warehouse"
+    (warehouse / "metastore_db" / "seg0").mkdir(parents=True)  # as a kill mid-creation leaves
+    result = _python(f"""
+        import sql_ext
+        spark = sql_ext.session(warehouse={str(warehouse)!r})
+        spark.sql("CREATE TABLE t USING DELTA AS SELECT 1 AS x")
+        print("rows:", spark.table("t").count())
+        """, cwd=tmp_path, timeout=240)
+    assert "rows: 1" in result.stdout, result.stderr[-3000:]
+    assert "was never completely created" in result.stderr
+    aside = [p.name for p in warehouse.iterdir() if p.name.startswith("metastore_db.unfinished-")]
+    assert len(aside) == 1 and (warehouse / "metastore_db" / "service.properties").exists()

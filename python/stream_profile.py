@@ -1,0 +1,193 @@
+"""Where a streaming table's time goes (issue 18): one streaming query over the bench source,
+ours or Spark's native window, with Spark's event log and Java Flight Recorder on.
+
+    bash python/dev.sh profile [--rows 2000000] [--parts 4] [--query panes|tumbling|sliding]
+                               [--native] [--sink delta|noop] [--jfr]
+
+Prints, per micro-batch, Spark's own phases (queryProgress durationMs: latestOffset,
+queryPlanning, addBatch, walCommit, commitOffsets), the state operator's metrics, then the
+stages of all micro-batches grouped by what they ran (wall time, task time, rows, shuffle), and
+with --jfr the hottest JVM frames (CPU samples of the driver/executor JVM, local mode).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import sql_ext  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+QUERIES = {
+    "panes": ("WINDOW TIME_INTERVAL(60, 15) ON ts OVER (PARTITION BY k) WATERMARK DELAY 5",
+              "PANE_START() AS s", ("60 seconds", "15 seconds")),
+    "tumbling": ("WINDOW TUMBLING COUNT(100) OVER (PARTITION BY k)", "WINDOW_ID() AS w",
+                 ("100 seconds",)),
+    "sliding": ("WINDOW SLIDING COUNT(100) TRIGGER COUNT(10) OVER (PARTITION BY k)",
+                "WINDOW_ID() AS w", ("100 seconds", "10 seconds")),
+}
+
+
+def source(spark, rows: int, parts: int, work: Path) -> str:
+    """The bench rows (seq, k = seq % 1000, x, ts = seq / 1000 s) as `parts` Delta appends."""
+    path = str(work / "source")
+    for part in range(parts):
+        spark.sql(f"""SELECT id AS seq, id % 1000 AS k, RAND(7) AS x,
+                             TIMESTAMP_SECONDS(id DIV 1000) AS ts
+                      FROM range({part * rows // parts}, {(part + 1) * rows // parts}, 1, 1)""") \
+            .write.format("delta").mode("append").save(path)
+    return path
+
+
+def run_ours(spark, query: str, path: str, work: Path, sink: str):
+    from sql_ext.streaming import create_streaming_table
+
+    clause, column, _ = QUERIES[query]
+    spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(path) \
+        .createOrReplaceTempView("profile_source")
+    sql = (f"SELECT k, {column}, SUM(x) AS total, MAX(x) AS top FROM STREAM(profile_source) "
+           f"{clause}")
+    if sink == "noop":
+        spark.conf.set("spark.sql_ext.bench.sink", "noop")
+    stream = create_streaming_table(spark, "profile_out", sql, checkpoint=str(work / "ckpt"),
+                                    location=str(work / "out"), replace=True)
+    stream.awaitTermination()
+    return stream
+
+
+def run_native(spark, query: str, path: str, work: Path, sink: str):
+    from pyspark.sql import functions as F
+
+    window = QUERIES[query][2]
+    writer = (spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(path)
+              .withWatermark("ts", "5 seconds").groupBy("k", F.window("ts", *window))
+              .agg(F.sum("x").alias("total"), F.max("x").alias("top"))
+              .writeStream.format(sink).outputMode("append")
+              .option("checkpointLocation", str(work / "ckpt_native"))
+              .trigger(availableNow=True))
+    if sink == "delta":
+        writer = writer.option("path", str(work / "native_out"))
+    stream = writer.start()
+    stream.awaitTermination()
+    return stream
+
+
+def batches(stream) -> None:
+    print(f"{'batch':>5} {'rows':>9} {'trigger':>8} {'addBatch':>9} {'plan':>6} {'offsets':>8}"
+          f" {'wal':>5} {'commit':>7}   state: rows, update ms, commit ms")
+    for p in stream.recentProgress:
+        d = p["durationMs"]
+        states = "; ".join(
+            f"{s['numRowsTotal']}, {s.get('allUpdatesTimeMs', 0)}, {s.get('commitTimeMs', 0)}"
+            for s in p.get("stateOperators", []))
+        print(f"{p['batchId']:>5} {p['numInputRows']:>9} {d.get('triggerExecution', 0):>8}"
+              f" {d.get('addBatch', 0):>9} {d.get('queryPlanning', 0):>6}"
+              f" {d.get('latestOffset', 0):>8} {d.get('walCommit', 0):>5}"
+              f" {d.get('commitOffsets', 0):>7}   {states}")
+
+
+def stages(log_dir: Path) -> None:
+    """Stages of the event log grouped by name (call site): wall ms, task ms, records."""
+    logs = sorted(log_dir.iterdir())
+    if not logs:
+        return
+    groups: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0, 0.0, 0, 0, 0])
+    for line in logs[-1].read_text().splitlines():
+        event = json.loads(line)
+        if event.get("Event") != "SparkListenerStageCompleted":
+            continue
+        info = event["Stage Info"]
+        name = info["Stage Name"].split(" at ")[0] + f" ({info['Number of Tasks']} tasks)"
+        rdds = [r["Name"] for r in info.get("RDD Info", [])]
+        name += " [" + ", ".join(sorted(set(rdds))[:3]) + "]"
+        metrics = {a["Name"]: a.get("Value", 0) for a in info.get("Accumulables", [])}
+        g = groups[name]
+        g[0] += 1
+        g[1] += info.get("Completion Time", 0) - info.get("Submission Time", 0)
+        g[2] += float(metrics.get("internal.metrics.executorRunTime", 0))
+        g[3] += int(metrics.get("internal.metrics.input.recordsRead", 0))
+        g[4] += int(metrics.get("internal.metrics.shuffle.write.recordsWritten", 0))
+        g[5] += int(metrics.get("internal.metrics.shuffle.read.recordsRead", 0))
+    print(f"\n{'stages':<90}{'n':>4}{'wall ms':>9}{'task ms':>9}{'in':>10}{'sh.out':>9}"
+          f"{'sh.in':>9}")
+    for name, g in sorted(groups.items(), key=lambda item: -item[1][1]):
+        print(f"{name[:89]:<90}{g[0]:>4}{g[1]:>9.0f}{g[2]:>9.0f}{g[3]:>10}{g[4]:>9}{g[5]:>9}")
+
+
+def hot_frames(recording: Path, top: int = 40) -> None:
+    """Top frames (self time) and top project/Spark frames (inclusive) of the CPU samples."""
+    printed = subprocess.run(["jfr", "print", "--events", "jdk.ExecutionSample", "--stack-depth",
+                              "64", str(recording)], capture_output=True, text=True).stdout
+    own, inclusive = collections.Counter(), collections.Counter()
+    samples = 0
+    for block in printed.split("jdk.ExecutionSample")[1:]:
+        frames = [line.strip().split("(")[0] for line in block.splitlines()
+                  if "line:" in line]
+        if not frames:
+            continue
+        samples += 1
+        own[frames[0]] += 1
+        for frame in set(frames):
+            if frame.startswith(("io.sqlext", "org.apache.spark.sql.execution",
+                                 "org.apache.spark.sql.delta", "org.rocksdb")):
+                inclusive[frame] += 1
+    print(f"\nJFR: {samples} CPU samples; self time")
+    for frame, n in own.most_common(top):
+        print(f"  {100 * n / samples:5.1f}%  {frame}")
+    print("inclusive (io.sqlext, spark.sql.execution, delta, rocksdb)")
+    for frame, n in inclusive.most_common(top):
+        print(f"  {100 * n / samples:5.1f}%  {frame}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--parts", type=int, default=4)
+    parser.add_argument("--query", choices=sorted(QUERIES), default="panes")
+    parser.add_argument("--native", action="store_true", help="Spark's own window instead")
+    parser.add_argument("--sink", choices=["delta", "noop"], default="delta")
+    parser.add_argument("--jfr", action="store_true")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="sx_profile_"))
+    events = work / "events"
+    events.mkdir()
+    recording = work / "cpu.jfr"
+    conf = {"spark.sql.shuffle.partitions": "8", "spark.driver.memory": "8g",
+            "spark.eventLog.enabled": "true", "spark.eventLog.dir": str(events)}
+    spark = sql_ext.session(warehouse=work / "warehouse", conf=conf)
+    spark.sparkContext.setLogLevel("ERROR")
+    path = source(spark, args.rows, args.parts, work)
+    if args.jfr:
+        pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+        subprocess.run(["jcmd", str(pid), "JFR.start", "name=sx", "settings=profile",
+                        f"filename={recording}"], check=True, capture_output=True)
+    started = time.perf_counter()
+    runner = run_native if args.native else run_ours
+    stream = runner(spark, args.query, path, work, args.sink)
+    wall = time.perf_counter() - started
+    if args.jfr:
+        subprocess.run(["jcmd", str(pid), "JFR.stop", "name=sx"], check=True,
+                       capture_output=True)
+    who = "Spark native window" if args.native else "sql_ext"
+    print(f"{who} {args.query} -> {args.sink}: {args.rows:,} rows in {args.parts} appends, "
+          f"{wall:.2f} s, {args.rows / wall:,.0f} rows/s")
+    batches(stream)
+    spark.stop()
+    stages(events)
+    if args.jfr:
+        hot_frames(recording)
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
