@@ -97,11 +97,11 @@ def batches(stream) -> None:
 
 def stages(log_dir: Path) -> None:
     """Stages of the event log grouped by name (call site): wall ms, task ms, records."""
-    logs = sorted(log_dir.iterdir())
+    logs = sorted(f for f in log_dir.rglob("*") if f.is_file() and "events" in f.name)
     if not logs:
         return
     groups: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0, 0.0, 0, 0, 0])
-    for line in logs[-1].read_text().splitlines():
+    for line in (line for log in logs for line in log.read_text().splitlines()):
         event = json.loads(line)
         if event.get("Event") != "SparkListenerStageCompleted":
             continue
@@ -156,13 +156,16 @@ def main() -> int:
     parser.add_argument("--native", action="store_true", help="Spark's own window instead")
     parser.add_argument("--sink", choices=["delta", "noop"], default="delta")
     parser.add_argument("--jfr", action="store_true")
+    parser.add_argument("--conf", action="append", default=[], help="KEY=VALUE, repeated")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="sx_profile_"))
     events = work / "events"
     events.mkdir()
     recording = work / "cpu.jfr"
     conf = {"spark.sql.shuffle.partitions": "8", "spark.driver.memory": "8g",
-            "spark.eventLog.enabled": "true", "spark.eventLog.dir": str(events)}
+            "spark.eventLog.enabled": "true", "spark.eventLog.dir": str(events),
+            "spark.eventLog.compress": "false"}
+    conf.update(item.split("=", 1) for item in args.conf)
     spark = sql_ext.session(warehouse=work / "warehouse", conf=conf)
     spark.sparkContext.setLogLevel("ERROR")
     path = source(spark, args.rows, args.parts, work)

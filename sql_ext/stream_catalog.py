@@ -151,6 +151,11 @@ def exists(spark: SparkSession, db: str, table: str) -> bool:
     return bool(bridge.stream_catalog(spark).exists(spark._jsparkSession, db, table))
 
 
+def location(spark: SparkSession, db: str, table: str) -> str:
+    """Where the table keeps its files (its catalog entry's location), once per stream start."""
+    return str(bridge.stream_catalog(spark).location(spark._jsparkSession, db, table))
+
+
 def read(spark: SparkSession, db: str, table: str) -> dict[str, str]:
     """The table's sql_ext.stream properties ({} for a table that is not a streaming table)."""
     return dict(bridge.stream_catalog(spark).properties(spark._jsparkSession, db, table))

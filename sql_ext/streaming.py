@@ -34,7 +34,7 @@ from sql_ext.stream_plan import INDEX_COLUMN, StreamPlan, output_schema, plan_st
 from sql_ext.stream_runs import (StreamingTable, named_entry, now, running, runs,
                                  short_error)
 from sql_ext.stream_sink import (DeltaSink, create_table, fault_point, set_properties,
-                                 table_location)
+                                 stream_settings)
 # SHOW STREAMS and a stream's status are part of this module's API.
 from sql_ext.stream_status import (STREAM_COLUMNS, show_streams, state_curve,  # noqa: F401
                                    stream_status)
@@ -216,7 +216,7 @@ def _start(spark: SparkSession, entry: Entry, plan: StreamPlan,
            trigger: str | float) -> StreamingQuery:
     """Runs the planned stream of `entry` with `trigger` (its own, or AVAILABLE NOW for a
     REFRESH)."""
-    location = table_location(spark, entry.name)
+    location = catalog.location(spark, entry.db, entry.table)
     sink = DeltaSink(location, f"sql_ext:{entry.stream_id}", plan.merge_on)
     previous = runs.get(entry.key)
     progress = bridge.stream_progress(spark)
@@ -241,7 +241,8 @@ def _start(spark: SparkSession, entry: Entry, plan: StreamPlan,
     progress.watch(spark._jsparkSession)
     catalog.record_state(spark, entry, "RUNNING")
     run = StreamingTable(entry, None, spark, location)
-    query = run.query = writer.start()
+    with stream_settings(spark):  # the stream's session is a copy made at start
+        query = run.query = writer.start()
     if previous is not None and previous.entry.stream_id == entry.stream_id:
         run.rows_out, run.dropped = previous.rows_out, previous.dropped  # totals of the process
     runs[entry.key] = run
