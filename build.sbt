@@ -23,6 +23,11 @@ lazy val jvm = (project in file("jvm"))
   .settings(
     name := "sql-ext",
     Compile / unmanagedJars ++= (sparkJarsDir ** "*.jar").classpath,
+    // Delta's jars (the checked download of sql_ext.jars, `dev.sh setup` fetches them first):
+    // the streaming sink commits through Delta's transaction API. Not packaged.
+    Compile / unmanagedJars ++=
+      (sys.env.get("SQL_EXT_JAR_CACHE").map(file).getOrElse(file(".cache") / "jars") ** "*.jar")
+        .classpath,
     libraryDependencies += "org.scalatest" %% "scalatest" % "3.2.19" % Test,
     scalacOptions ++= Seq("-deprecation", "-feature", "-release", "17"),
     Test / fork := true,

@@ -1,8 +1,11 @@
-"""Benchmarks for batch TUMBLING windows (issue 2): ratios against baselines in the same run.
+"""Benchmarks: ratios against baselines measured in the same run.
 
     bash python/dev.sh bench [--rows 10000000] [--keys 1000] [--only NAME ...]
+                             [--stream-sizes 2000000 10000000] [--stream-cuts per-append backlog]
+                             [--stream-queries WORD ...]
 
-Each query is executed in full into Spark's `noop` sink; the best of `--repeat` runs counts.
+Batch queries are executed in full into Spark's `noop` sink; the best of `--repeat` runs counts.
+Streaming queries (bench_streaming.py) run against Spark's own streaming windows, both sinks.
 Data is written once as Parquet under .cache/bench so every query scans the same files.
 """
 
@@ -20,6 +23,8 @@ from pyspark.sql.functions import arrow_udf
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import sql_ext
 from sql_ext.udaf import reduce_windows
+
+import bench_streaming  # noqa: E402 - beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -129,131 +134,21 @@ def pane_benchmarks(spark, repeat: int) -> None:
     print(f"  => TIME_INTERVAL / Spark window() = {ours / native:.2f}  (target <= 1.2)")
 
 
-def _stream_source(spark, rows: int, parts: int, view: str, what: str):
-    """The first `rows` bench rows as `parts` Delta appends in event-time order, one file each,
-    in a new work folder, read as the streaming view `view`; (work folder, source path, row
-    count). One micro-batch per file, so the watermark advances every time; with several files
-    per append a later file read first would make the earlier one late."""
-    import tempfile
-
-    work = Path(tempfile.mkdtemp(prefix="sx_stream_bench_"))
-    source = str(work / "source")
-    for part in range(parts):
-        spark.table("bench") \
-            .where(f"seq >= {part * rows // parts} AND seq < {(part + 1) * rows // parts}") \
-            .coalesce(1).write.format("delta").mode("append").save(source)
-    total = spark.read.format("delta").load(source).count()
-    print(f"Streaming {what}, {total:,} rows in {parts} Delta versions (one per micro-batch)")
-    spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(source) \
-        .createOrReplaceTempView(view)
-    return work, source, total
-
-
-def _native_window(spark, source: str, work: Path, sink: str, *window: str) -> None:
-    """Spark's own streaming groupBy(k, window(ts, ...)) SUM and MAX over the Delta source,
-    watermark 5 s, into `sink` (noop or Delta), trigger AVAILABLE NOW, fresh checkpoint."""
-    from pyspark.sql import functions as F
-
-    writer = (spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(source)
-              .withWatermark("ts", "5 seconds").groupBy("k", F.window("ts", *window))
-              .agg(F.sum("x").alias("total"), F.max("x").alias("top"))
-              .writeStream.format(sink).outputMode("append")
-              .option("checkpointLocation", str(work / f"ckpt_native_{time.time_ns()}"))
-              .trigger(availableNow=True))
-    if sink == "delta":
-        writer = writer.option("path", str(work / f"native_out_{time.time_ns()}"))
-    writer.start().awaitTermination()
-
-
-def _compare(spark, label: str, total: int, native, ours) -> None:
-    """Times Spark's query into noop (best of two: the first run also warms the JVM up) and
-    into Delta, and ours into Delta; prints rows/s and the ratios."""
-    noop_s = run(spark, f"Spark streaming {label} -> noop", lambda: native("noop"), 2)
-    native_s = run(spark, f"Spark streaming {label} -> Delta", lambda: native("delta"), 1)
-    ours_s = run(spark, f"sql_ext streaming {label} -> Delta", ours, 1)
-    print(f"  => {label}: rows/s Spark {total / noop_s:,.0f} (noop sink), "
-          f"{total / native_s:,.0f} (Delta sink), sql_ext {total / ours_s:,.0f}; "
-          f"sql_ext / Spark = {noop_s / ours_s:.2f} (noop sink), "
-          f"{native_s / ours_s:.2f} (Delta sink)  (target >= 0.7)")
-    print(f"     (Spark's own query into Delta runs at {noop_s / native_s:.2f} of its noop speed: "
-          "the per-batch Delta commit both sides pay)")
-
-
-def _streaming_table(spark, name: str, sql: str, work: Path, replace: bool = True) -> None:
-    """Runs the streaming table `name` (AVAILABLE NOW; a new one unless `replace` is False) and
-    prints its state-size curve."""
-    from sql_ext.streaming import create_streaming_table, state_curve
-
-    # The catalog persists: a table of an earlier run points into its deleted work folder.
-    create_streaming_table(spark, name, sql, checkpoint=str(work / f"ckpt_{name}"),
-                           location=str(work / name), replace=replace).awaitTermination()
-    print(f"    state rows per batch: {[size for _, size in state_curve(spark, name)]}")
-
-
-def streaming_benchmark(spark, rows: int, parts: int) -> None:
-    """Rows per second of a streaming TIME_INTERVAL(60, 15) table against Spark's native
-    streaming window aggregation, same Delta source (`parts` versions), same watermark; then
-    the pane state once the watermark passed every pane."""
-    import shutil
-
-    from sql_ext.streaming import state_curve
-
-    work, source, total = _stream_source(spark, rows, parts, "bench_stream",
-                                         "TIME_INTERVAL(60, 15)")
-    ours = lambda: _streaming_table(spark, "bench_stream_out", PANES_TABLE, work)  # noqa: E731
-    _compare(spark, "TIME_INTERVAL(60, 15) vs window(ts, '60 s', '15 s')", total,
-             lambda sink: _native_window(spark, source, work, sink, "60 seconds", "15 seconds"),
-             ours)
-    # One tuple an hour later moves the watermark past every pane: they all close.
-    spark.sql("SELECT 0L AS seq, 0L AS k, 0.5D AS x, TIMESTAMP_SECONDS(UNIX_SECONDS(MAX(ts)) "
-              f"+ 3600) AS ts FROM delta.`{source}`") \
-        .write.format("delta").mode("append").save(source)
-    _streaming_table(spark, "bench_stream_out", PANES_TABLE, work, replace=False)
-    print(f"  state rows once the watermark passed every pane: "
-          f"{state_curve(spark, 'bench_stream_out')[-1][1]} "
-          "(the panes and clock of that one tuple)")
-    shutil.rmtree(work, ignore_errors=True)
-
-
-PANES_TABLE = """
-    SELECT k, PANE_START() AS s, SUM(x) AS total, MAX(x) AS top FROM STREAM(bench_stream)
-    WINDOW TIME_INTERVAL(60, 15) ON ts OVER (PARTITION BY k) WATERMARK DELAY 5"""
-
-
-def streaming_window_benchmark(spark, rows: int, parts: int) -> None:
-    """Rows per second of streaming TUMBLING COUNT(100) and SLIDING COUNT(100) TRIGGER COUNT(10)
-    tables against Spark's native streaming groupBy(k, window(...)) of the same shape (one row
-    per key per second: 100 s windows, sliding every 10 s), same Delta source in `parts`
-    appends, and the state-size curve of each run. 3.6M rows over 1,000 keys are one hour of
-    event time."""
-    import shutil
-
-    work, source, total = _stream_source(spark, rows, parts, "bench_windows_stream",
-                                         "TUMBLING / SLIDING")
-    for window, native_window in [("TUMBLING COUNT(100)", ("100 seconds",)),
-                                  ("SLIDING COUNT(100) TRIGGER COUNT(10)",
-                                   ("100 seconds", "10 seconds"))]:
-        name = "bench_" + window.split()[0].lower()
-        sql = f"""
-            SELECT k, WINDOW_ID() AS w, SUM(x) AS total, MAX(x) AS top
-            FROM STREAM(bench_windows_stream) WINDOW {window} OVER (PARTITION BY k)"""
-        _compare(spark, f"{window} vs window{native_window}", total,
-                 lambda sink: _native_window(spark, source, work, sink, *native_window),
-                 lambda: _streaming_table(spark, name, sql, work))
-    shutil.rmtree(work, ignore_errors=True)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--keys", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--only", nargs="*", default=None)
-    # The streaming figures of issue 4: 10M rows (1,000 keys: 2.8 hours of event time) in 12
-    # appends, one micro-batch each.
-    parser.add_argument("--stream-rows", type=int, default=10_000_000)
-    parser.add_argument("--stream-parts", type=int, default=12,
-                        help="appends of the streaming source, one micro-batch each")
+    # The streaming figures of issues 4 and 18: 2M and 10M rows (1,000 keys: 10M rows are 2.8
+    # hours of event time) in 12 appends, cut one micro-batch per append and as one backlog.
+    parser.add_argument("--stream-sizes", type=int, nargs="+",
+                        default=[2_000_000, 10_000_000])
+    parser.add_argument("--stream-parts", type=int, default=12, help="appends of the source")
+    parser.add_argument("--stream-cuts", nargs="+", default=["per-append", "backlog"],
+                        choices=["per-append", "backlog"])
+    parser.add_argument("--stream-queries", nargs="*", default=None,
+                        help="words of the streaming queries to run (e.g. TIME_INTERVAL SLIDING)")
     args = parser.parse_args()
     spark = sql_ext.session(conf={"spark.sql.shuffle.partitions": "8",
                                   "spark.driver.memory": "8g"})
@@ -261,7 +156,7 @@ def main() -> int:
     make_data(spark, args.rows, args.keys)
     print(f"rows={args.rows:,} keys={args.keys:,} local[2]", flush=True)
     wanted = set(args.only or ["count", "delta", "udaf", "sliding", "eviction", "panes",
-                               "streaming", "streaming_windows"])
+                               "streaming"])
     r = args.repeat
 
     if "count" in wanted or "delta" in wanted:
@@ -311,9 +206,10 @@ def main() -> int:
     if "panes" in wanted:
         pane_benchmarks(spark, r)
     if "streaming" in wanted:
-        streaming_benchmark(spark, min(args.rows, args.stream_rows), args.stream_parts)
-    if "streaming_windows" in wanted:
-        streaming_window_benchmark(spark, min(args.rows, args.stream_rows), args.stream_parts)
+        sizes = [min(size, args.rows) for size in args.stream_sizes]
+        bench_streaming.benchmark(spark, sizes, args.stream_parts, args.keys, args.stream_cuts,
+                                  args.stream_queries)
+        bench_streaming.closing_state(spark, min(sizes), args.stream_parts)
     spark.stop()
     return 0
 

@@ -59,8 +59,8 @@ build_jar() {
 
 setup() {
   setup_python
+  "$PY" -c 'from sql_ext import jars; jars.delta_jars()'  # the JVM build compiles against them
   build_jar
-  "$PY" -c 'from sql_ext import jars; jars.delta_jars()'
 }
 
 case "${1:-}" in
@@ -78,6 +78,6 @@ case "${1:-}" in
   bench) setup; shift; exec "$PY" python/bench.py "$@" ;;
   load) setup; shift; exec "$PY" python/thrift_load.py "$@" ;;
   profile) setup; shift; exec "$PY" python/stream_profile.py "$@" ;;
-  sbt) setup_python; shift; sbt "$@" ;;
+  sbt) setup_python; "$PY" -c 'from sql_ext import jars; jars.delta_jars()'; shift; sbt "$@" ;;
   *) echo "usage: bash python/dev.sh setup|main|test|bench|load|profile|sbt ..." >&2; exit 2 ;;
 esac

@@ -108,6 +108,13 @@ def stream_progress(spark: SparkSession):
     return _jvm(spark).io.sqlext.streaming.StreamProgress
 
 
+def delta_batch_append(rows: DataFrame, path: str, app_id: str, batch_id: int) -> bool:
+    """io.sqlext.streaming.DeltaBatchAppend: `rows` appended to the Delta table at `path` as
+    batch `batch_id` of `app_id`, at most once; whether it wrote."""
+    return bool(_jvm(rows.sparkSession).io.sqlext.streaming.DeltaBatchAppend.append(
+        rows._jdf, path, app_id, batch_id, app_id))
+
+
 def java_map(spark: SparkSession, values: dict):
     """A java.util.HashMap of `values` (None values stay null)."""
     result = _jvm(spark).java.util.HashMap()

@@ -16,6 +16,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 from sqlglot import exp
 
+from sql_ext import bridge
+
 
 
 def create_table(spark: SparkSession, name: str, schema: StructType, location: str | None,
@@ -101,19 +103,20 @@ class DeltaSink:
             # Benchmarks only: everything but the Delta commit, as Spark's noop sink measures.
             rows.write.format("noop").mode("overwrite").save()
             return
+        if not upsert:
+            # A file per half million rows: a micro-batch's few firings in one file, not one
+            # per shuffle partition (each small file costs the commit more than its rows). At
+            # most once per (stream, batch), checked without Delta's state reconstruction.
+            bridge.delta_batch_append(rows.coalesce(count // 500_000 + 1), self.location,
+                                      self.app_id, batch_id)
+            return
         # Idempotent per micro-batch: Delta skips a (txnAppId, txnVersion) it already committed.
         session.conf.set("spark.databricks.delta.write.txnAppId", self.app_id)
         session.conf.set("spark.databricks.delta.write.txnVersion", str(batch_id))
         try:
-            if upsert:
-                (DeltaTable.forPath(session, self.location).alias("t")
-                 .merge(rows.alias("s"), self.merge_on)
-                 .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
-            else:
-                # A file per half million rows: a micro-batch's few firings in one file, not
-                # one per shuffle partition (each small file costs the commit more than its rows).
-                rows.coalesce(count // 500_000 + 1).write.format("delta").mode("append") \
-                    .save(self.location)
+            (DeltaTable.forPath(session, self.location).alias("t")
+             .merge(rows.alias("s"), self.merge_on)
+             .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
         finally:
             session.conf.unset("spark.databricks.delta.write.txnAppId")
             session.conf.unset("spark.databricks.delta.write.txnVersion")

@@ -1,0 +1,156 @@
+"""Streaming benchmarks (issues 4 and 18), run by bench.py: streaming tables against Spark's own
+streaming `groupBy(k, window(ts, ...))` of the same shape, over the same Delta source:
+
+- both into Delta, and both into Spark's noop sink (ours through the benchmark-only setting
+  spark.sql_ext.bench.sink=noop: every micro-batch computed, nothing committed);
+- at each size of --stream-sizes, cut both ways: one append per micro-batch (`per-append`,
+  maxFilesPerTrigger 1) and all appends in one micro-batch (`backlog`);
+- with the state-size curve of each of our runs.
+
+The bench rows have one tuple per key per second (ts = seq DIV keys), so COUNT(100),
+DELTA(ts, 99) and window(ts, '100 s') hold the same 100 tuples; PUNCT() is one window per key
+per append, against window() of an append's span of event time.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+WATERMARK = "WATERMARK DELAY 5"
+
+
+def queries(rows: int, parts: int, keys: int) -> dict[str, tuple[str, str, tuple[str, ...]]]:
+    """name: (our window clause, our window column, Spark's window() arguments)."""
+    span = f"{max(1, rows // parts // keys)} seconds"
+    return {
+        "TIME_INTERVAL(60, 15)": ("TIME_INTERVAL(60, 15) ON ts OVER (PARTITION BY k) " + WATERMARK,
+                                  "PANE_START() AS s", ("60 seconds", "15 seconds")),
+        "TUMBLING COUNT(100)": ("TUMBLING COUNT(100) OVER (PARTITION BY k)", "WINDOW_ID() AS w",
+                                ("100 seconds",)),
+        "TUMBLING DELTA(ts, 99)": ("TUMBLING DELTA(ts, 99) OVER (PARTITION BY k)",
+                                   "WINDOW_ID() AS w", ("100 seconds",)),
+        "TUMBLING PUNCT()": ("TUMBLING PUNCT() OVER (PARTITION BY k)", "WINDOW_ID() AS w",
+                             (span,)),
+        "SLIDING COUNT(100) TRIGGER COUNT(10)": (
+            "SLIDING COUNT(100) TRIGGER COUNT(10) OVER (PARTITION BY k)", "WINDOW_ID() AS w",
+            ("100 seconds", "10 seconds")),
+    }
+
+
+def source(spark, rows: int, parts: int) -> tuple[Path, str]:
+    """The first `rows` bench rows as `parts` Delta appends in event-time order, one file each,
+    in a new work folder."""
+    work = Path(tempfile.mkdtemp(prefix="sx_stream_bench_"))
+    path = str(work / "source")
+    for part in range(parts):
+        spark.table("bench") \
+            .where(f"seq >= {part * rows // parts} AND seq < {(part + 1) * rows // parts}") \
+            .coalesce(1).write.format("delta").mode("append").save(path)
+    return work, path
+
+
+def reader(spark, path: str, cut: str):
+    read = spark.readStream.format("delta")
+    if cut == "per-append":
+        read = read.option("maxFilesPerTrigger", 1)
+    return read.load(path)
+
+
+def native(spark, path: str, cut: str, work: Path, sink: str, window: tuple[str, ...]) -> None:
+    """Spark's own streaming window SUM and MAX, watermark 5 s, into `sink`, AVAILABLE NOW."""
+    from pyspark.sql import functions as F
+
+    stamp = time.time_ns()
+    writer = (reader(spark, path, cut).withWatermark("ts", "5 seconds")
+              .groupBy("k", F.window("ts", *window))
+              .agg(F.sum("x").alias("total"), F.max("x").alias("top"))
+              .writeStream.format(sink).outputMode("append")
+              .option("checkpointLocation", str(work / f"ckpt_native_{stamp}"))
+              .trigger(availableNow=True))
+    if sink == "delta":
+        writer = writer.option("path", str(work / f"native_out_{stamp}"))
+    writer.start().awaitTermination()
+
+
+def ours(spark, path: str, cut: str, work: Path, sink: str, clause: str, column: str) -> list:
+    """Our streaming table (new each time) into `sink`; its state rows per micro-batch."""
+    from sql_ext.stream_sink import BENCH_SINK
+    from sql_ext.streaming import create_streaming_table, state_curve
+
+    reader(spark, path, cut).createOrReplaceTempView("bench_stream")
+    stamp = time.time_ns()
+    spark.conf.set(BENCH_SINK, sink)
+    try:
+        create_streaming_table(
+            spark, "bench_stream_out",
+            f"SELECT k, {column}, SUM(x) AS total, MAX(x) AS top FROM STREAM(bench_stream) "
+            f"WINDOW {clause}", checkpoint=str(work / f"ckpt_{stamp}"),
+            location=str(work / f"out_{stamp}"), replace=True).awaitTermination()
+    finally:
+        spark.conf.unset(BENCH_SINK)
+    return [size for _, size in state_curve(spark, "bench_stream_out")]
+
+
+def timed(action) -> float:
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+def benchmark(spark, sizes: list[int], parts: int, keys: int, cuts: list[str],
+              only: list[str] | None) -> None:
+    """Prints, per size and cut, rows/s of each query on both sides and both sinks."""
+    for rows in sizes:
+        work, path = source(spark, rows, parts)
+        chosen = {name: q for name, q in queries(rows, parts, keys).items()
+                  if not only or any(word.lower() in name.lower() for word in only)}
+        # A warm-up: the first streaming query of a process pays for class loading.
+        native(spark, path, "backlog", work, "noop", ("100 seconds",))
+        for cut in cuts:
+            print(f"Streaming, {rows:,} rows, {keys:,} keys, {parts} appends, {cut} "
+                  f"({'one micro-batch per append' if cut == 'per-append' else 'all appends in one micro-batch'}); rows/s")
+            print(f"  {'query':<38}{'Spark noop':>11}{'Spark Delta':>12}{'ours noop':>11}"
+                  f"{'ours Delta':>11}{'vs noop':>9}{'vs Delta':>9}{'Spark D/n':>10}  state rows")
+            for name, (clause, column, window) in chosen.items():
+                seconds, curve = {}, []
+                for side, sink in [("spark", "noop"), ("ours", "noop"), ("spark", "delta"),
+                                   ("ours", "delta")]:
+                    if side == "spark":
+                        seconds[side, sink] = timed(
+                            lambda: native(spark, path, cut, work, sink, window))
+                    else:
+                        seconds[side, sink] = timed(lambda: curve.append(
+                            ours(spark, path, cut, work, sink, clause, column)))
+                rate = {key: rows / value for key, value in seconds.items()}
+                print(f"  {name:<38}{rate['spark', 'noop']:>11,.0f}{rate['spark', 'delta']:>12,.0f}"
+                      f"{rate['ours', 'noop']:>11,.0f}{rate['ours', 'delta']:>11,.0f}"
+                      f"{rate['ours', 'noop'] / rate['spark', 'noop']:>9.2f}"
+                      f"{rate['ours', 'delta'] / rate['spark', 'delta']:>9.2f}"
+                      f"{rate['spark', 'delta'] / rate['spark', 'noop']:>10.2f}  {curve[-1]}",
+                      flush=True)
+            print("  (targets: ours / Spark >= 1.0 both into noop, >= 1.2 both into Delta)")
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def closing_state(spark, rows: int, parts: int) -> None:
+    """TIME_INTERVAL state once one tuple an hour later moves the watermark past every pane."""
+    from sql_ext.streaming import create_streaming_table, state_curve
+
+    work, path = source(spark, rows, parts)
+    clause, column, _ = queries(rows, parts, 1)["TIME_INTERVAL(60, 15)"]
+    sql = (f"SELECT k, {column}, SUM(x) AS total, MAX(x) AS top FROM STREAM(bench_stream) "
+           f"WINDOW {clause}")
+    reader(spark, path, "per-append").createOrReplaceTempView("bench_stream")
+    options = dict(checkpoint=str(work / "ckpt"), location=str(work / "out"))
+    create_streaming_table(spark, "bench_stream_out", sql, replace=True,
+                           **options).awaitTermination()
+    spark.sql("SELECT 0L AS seq, 0L AS k, 0.5D AS x, TIMESTAMP_SECONDS(UNIX_SECONDS(MAX(ts)) "
+              f"+ 3600) AS ts FROM delta.`{path}`").write.format("delta").mode("append").save(path)
+    create_streaming_table(spark, "bench_stream_out", sql, **options).awaitTermination()
+    curve = [size for _, size in state_curve(spark, "bench_stream_out")]
+    print(f"TIME_INTERVAL(60, 15) state rows per micro-batch: {curve}; the last once the "
+          "watermark passed every pane (the panes and clock of that one tuple)")
+    shutil.rmtree(work, ignore_errors=True)
