@@ -16,10 +16,12 @@ import scala.collection.mutable.ArrayBuffer
  * partials, merged here into the pane's. A firing leaves as one row: key, pane N, firing
  * columns, partials (over all the pane's tuples, late ones included).
  *
- * State: a map from pane N to its [[PaneState]] and partials, and per key the last watermark
- * its panes saw and its one wake-up timer. Every call first lets all panes of the key take
- * [[PaneRule]]'s step under the batch's watermark once (complete, fire if updated, close: a
- * closed pane leaves the map), then adds the batch's tuples, then sets the timer at the
+ * State: one value per key holding all its open panes (N, [[PaneState]], partials), the last
+ * watermark its panes saw and its one wake-up timer, so a key costs one state read and one
+ * write per micro-batch however many panes it has open (a pane per state entry cost a read of
+ * every open pane and a write of every changed one). Every call first lets all panes of the
+ * key take [[PaneRule]]'s step under the batch's watermark once (complete, fire if updated,
+ * close: a closed pane leaves), then adds the batch's tuples, then sets the timer at the
  * earliest of the panes' next changes ([[PaneRule.nextChange]]). Acting on all panes at once is
  * what per-pane timers would do: a pane changes only when the watermark reaches one of those.
  */
@@ -29,8 +31,7 @@ class PanePartialsProcessor(
     metaNames: Seq[String],
     java8Time: Boolean) extends StatefulProcessor[Row, Row, Row] {
 
-  @transient private var panes: MapState[Long, Row] = _
-  @transient private var clock: ValueState[Row] = _
+  @transient private var state: ValueState[Row] = _
 
   private val partials = new FiringPartials(spec, tuples, Nil)
   private val geometry = PaneSpec.of(spec)
@@ -42,32 +43,30 @@ class PanePartialsProcessor(
   private val Flags = 3 // complete, fresh, firings; the partials follow
 
   override def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
-    panes = getHandle.getMapState[Long, Row]("panes", Encoders.scalaLong,
+    state = getHandle.getValueState[Row]("key_panes",
       Encoders.row(PanePartialsProcessor.stateSchema(partials.schema)), TTLConfig.NONE)
-    clock = getHandle.getValueState[Row]("clock", Encoders.row(PanePartialsProcessor.ClockSchema),
-      TTLConfig.NONE)
   }
 
   override def handleInputRows(key: Row, rows: Iterator[Row], timers: TimerValues)
       : Iterator[Row] = {
     val watermarkMs = timers.getCurrentWatermarkInMs()
     val out = ArrayBuffer.empty[Row]
-    val (open, wake) = advanceAll(key, watermarkMs, out)
-    val touched = mutable.HashMap.empty[Long, Array[Any]]
+    val keyState = load()
+    advanceAll(key, keyState, watermarkMs, out)
     rows.foreach { row =>
       val n = row.getLong(paneIndex)
       // A new pane acts from the next watermark on (its creation is under this one).
-      val pane = touched.getOrElseUpdate(n, open.get(n).map(_.toSeq.toArray)
-        .getOrElse(PaneProcessor.stateValues(PaneState.Created) ++ partials.empty))
+      val pane = keyState.panes.getOrElseUpdate(n,
+        PaneProcessor.stateValues(PaneState.Created) ++ partials.empty)
       partials.merge(pane, Flags, row, paneIndex + 1)
+      keyState.added += n
     }
-    val current = touched.foldLeft(open) { case (all, (n, values)) =>
-      val state = PaneProcessor.stateOf(Row.fromSeq(values.toSeq)).added
-      val row = Row.fromSeq((PaneProcessor.stateValues(state) ++ values.drop(Flags)).toSeq)
-      panes.updateValue(n, row)
-      all.updated(n, row)
+    keyState.added.foreach { n =>
+      val pane = keyState.panes(n)
+      val added = paneState(pane).added
+      PaneProcessor.stateValues(added).copyToArray(pane)
     }
-    schedule(current, watermarkMs, wake)
+    schedule(keyState, watermarkMs)
     out.iterator
   }
 
@@ -75,64 +74,89 @@ class PanePartialsProcessor(
       : Iterator[Row] = {
     val watermarkMs = timers.getCurrentWatermarkInMs()
     val out = ArrayBuffer.empty[Row]
-    val (open, _) = advanceAll(key, watermarkMs, out)
-    schedule(open, watermarkMs, -1L) // the timer that woke us is gone
+    val keyState = load()
+    keyState.wake = -1L // the timer that woke us is gone
+    advanceAll(key, keyState, watermarkMs, out)
+    schedule(keyState, watermarkMs)
     out.iterator
   }
 
-  /** One watermark, once: each pane takes the rule's step. The panes still open afterwards,
-   *  and the wake-up timer set. */
-  private def advanceAll(key: Row, watermarkMs: Long, out: ArrayBuffer[Row])
-      : (Map[Long, Row], Long) = {
-    val saved = if (clock.exists()) Some(clock.get()) else None
-    val all = panes.iterator().toMap
-    val wake = saved.map(_.getLong(1)).getOrElse(-1L)
-    if (saved.exists(_.getLong(0) >= watermarkMs)) return (all, wake)
+  /** The key's saved panes (N -> flags and partials), last watermark and timer. */
+  private def load(): PanePartialsProcessor.KeyState = {
+    val keyState = new PanePartialsProcessor.KeyState
+    if (state.exists()) {
+      val saved = state.get()
+      keyState.seen = saved.getLong(0)
+      keyState.wake = saved.getLong(1)
+      saved.getSeq[Row](2).foreach { pane =>
+        keyState.panes(pane.getLong(0)) = pane.toSeq.drop(1).toArray
+      }
+    }
+    keyState
+  }
+
+  /** One watermark, once: each pane takes the rule's step; closed panes leave. */
+  private def advanceAll(key: Row, keyState: PanePartialsProcessor.KeyState, watermarkMs: Long,
+      out: ArrayBuffer[Row]): Unit = {
+    if (keyState.seen >= watermarkMs) return
     val w = watermark.of(watermarkMs)
-    val open = all.flatMap { case (n, pane) =>
-      val before = PaneProcessor.stateOf(pane)
+    val closed = mutable.ArrayBuffer.empty[Long]
+    keyState.panes.foreach { case (n, pane) =>
+      val before = paneState(pane)
       val step = rule.advance(n, before, w)
       step.fired.foreach { index =>
         out += Row.fromSeq(key.toSeq.take(keyColumns) ++ (n +: metaValues(n, index)) ++
           pane.toSeq.drop(Flags))
       }
       step.next match {
-        case None => panes.removeKey(n); None
-        case Some(after) if after == before => Some(n -> pane)
-        case Some(after) =>
-          val updated = Row.fromSeq(PaneProcessor.stateValues(after).toSeq ++
-            pane.toSeq.drop(Flags))
-          panes.updateValue(n, updated)
-          Some(n -> updated)
+        case None => closed += n
+        case Some(after) => PaneProcessor.stateValues(after).copyToArray(pane)
       }
     }
-    clock.update(Row(watermarkMs, wake))
-    (open, wake)
+    closed.foreach(keyState.panes.remove) // not while iterating the map
+    keyState.seen = watermarkMs
   }
 
-  /** The one timer of the key at the earliest (Spark) watermark at which a pane changes;
-   *  none, and no state, once every pane closed. */
-  private def schedule(open: Map[Long, Row], watermarkMs: Long, wake: Long): Unit = {
+  /** The one timer of the key at the earliest (Spark) watermark at which a pane changes, and
+   *  the key's state written once; none, and no state, once every pane closed. */
+  private def schedule(keyState: PanePartialsProcessor.KeyState, watermarkMs: Long): Unit = {
     val w = watermark.of(watermarkMs)
-    val next = if (open.isEmpty) -1L else open.iterator.map { case (n, pane) =>
-      watermark.timerAt(rule.nextChange(n, PaneProcessor.stateOf(pane), w), watermarkMs)
+    val next = if (keyState.panes.isEmpty) -1L else keyState.panes.iterator.map {
+      case (n, pane) => watermark.timerAt(
+        rule.nextChange(n, paneState(pane), w),
+        watermarkMs)
     }.min
-    if (next != wake) {
-      if (wake >= 0) getHandle.deleteTimer(wake)
+    if (next != keyState.wake) {
+      if (keyState.wake >= 0) getHandle.deleteTimer(keyState.wake)
       if (next >= 0) getHandle.registerTimer(next)
     }
-    if (open.isEmpty) clock.clear() else clock.update(Row(watermarkMs, next))
+    if (keyState.panes.isEmpty) state.clear()
+    else state.update(Row(watermarkMs, next,
+      keyState.panes.toSeq.sortBy(_._1).map { case (n, pane) => Row.fromSeq(n +: pane.toSeq) }))
   }
+
+  /** The [[PaneState]] of a pane's flags and partials (the flags first). */
+  private def paneState(pane: Array[Any]): PaneState = PaneState(
+    pane(0).asInstanceOf[Boolean], pane(1).asInstanceOf[Boolean], pane(2).asInstanceOf[Long])
 
   private def metaValues(n: Long, index: Long): Seq[Any] =
     PaneProcessor.metaValues(metaNames, geometry, n, index, java8Time)
 }
 
 object PanePartialsProcessor {
-  def stateSchema(partials: Seq[StructField]): StructType =
-    StructType(PaneProcessor.PaneStateFields ++ partials)
+  /** A key's state: the last (Spark) watermark its panes saw, its registered timer (-1: none)
+   *  and its open panes, each N, its [[PaneState]] and its partials. */
+  def stateSchema(partials: Seq[StructField]): StructType = new StructType()
+    .add("seen", LongType, nullable = false)
+    .add("wake", LongType, nullable = false)
+    .add("panes", ArrayType(StructType(StructField("n", LongType, nullable = false) +:
+      (PaneProcessor.PaneStateFields ++ partials)), containsNull = false), nullable = false)
 
-  val ClockSchema: StructType = new StructType()
-    .add("seen", LongType, nullable = false) // the last (Spark) watermark the panes saw
-    .add("wake", LongType, nullable = false) // the registered timer, -1: none
+  /** The key's state while a call works on it. */
+  final class KeyState {
+    var seen: Long = Long.MinValue
+    var wake: Long = -1L
+    val panes: mutable.LongMap[Array[Any]] = mutable.LongMap.empty
+    val added: mutable.Set[Long] = mutable.Set.empty
+  }
 }
