@@ -1,8 +1,10 @@
 """The Delta sink of a streaming table: the table is created once, when the streaming table is;
 then each micro-batch is one Delta commit by path (no catalog call per batch): a MERGE on the
 columns that identify a pane's row when the batch re-fires panes (their rows replace the
-earlier ones), else an append (first firings have no row yet). The commit carries Delta's
-txnAppId/txnVersion, so a batch replayed after a restart is written once.
+earlier ones), else an append (first firings have no row yet). The commit records the batch
+as a Delta transaction of the stream (an append through io.sqlext.streaming.DeltaBatchAppend,
+a MERGE through Delta's txnAppId/txnVersion), so a batch replayed after a restart is written
+once.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from sql_ext import bridge
-
 
 
 def create_table(spark: SparkSession, name: str, schema: StructType, location: str | None,
