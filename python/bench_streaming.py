@@ -59,8 +59,9 @@ def reader(spark, path: str, cut: str):
     return read.load(path)
 
 
-def native(spark, path: str, cut: str, work: Path, sink: str, window: tuple[str, ...]) -> None:
-    """Spark's own streaming window SUM and MAX, watermark 5 s, into `sink`, AVAILABLE NOW."""
+def native(spark, path: str, cut: str, work: Path, sink: str, window: tuple[str, ...]):
+    """Spark's own streaming window SUM and MAX, watermark 5 s, into `sink`, AVAILABLE NOW;
+    the finished query."""
     from pyspark.sql import functions as F
 
     stamp = time.time_ns()
@@ -72,25 +73,35 @@ def native(spark, path: str, cut: str, work: Path, sink: str, window: tuple[str,
               .trigger(availableNow=True))
     if sink == "delta":
         writer = writer.option("path", str(work / f"native_out_{stamp}"))
-    writer.start().awaitTermination()
+    query = writer.start()
+    query.awaitTermination()
+    return query
 
 
-def ours(spark, path: str, cut: str, work: Path, sink: str, clause: str, column: str) -> list:
-    """Our streaming table (new each time) into `sink`; its state rows per micro-batch."""
+def ours(spark, path: str, cut: str, work: Path, sink: str, clause: str, column: str):
+    """Our streaming table `bench_stream_out` (new each time) into `sink`; the finished query."""
     from sql_ext.stream_sink import BENCH_SINK
-    from sql_ext.streaming import create_streaming_table, state_curve
+    from sql_ext.streaming import create_streaming_table
 
     reader(spark, path, cut).createOrReplaceTempView("bench_stream")
     stamp = time.time_ns()
     spark.conf.set(BENCH_SINK, sink)
     try:
-        create_streaming_table(
+        query = create_streaming_table(
             spark, "bench_stream_out",
             f"SELECT k, {column}, SUM(x) AS total, MAX(x) AS top FROM STREAM(bench_stream) "
             f"WINDOW {clause}", checkpoint=str(work / f"ckpt_{stamp}"),
-            location=str(work / f"out_{stamp}"), replace=True).awaitTermination()
+            location=str(work / f"out_{stamp}"), replace=True)
+        query.awaitTermination()
     finally:
         spark.conf.unset(BENCH_SINK)
+    return query
+
+
+def state_rows(spark) -> list[int]:
+    """State rows per micro-batch of the last run of `ours`."""
+    from sql_ext.streaming import state_curve
+
     return [size for _, size in state_curve(spark, "bench_stream_out")]
 
 
@@ -115,21 +126,22 @@ def benchmark(spark, sizes: list[int], parts: int, keys: int, cuts: list[str],
             print(f"  {'query':<38}{'Spark noop':>11}{'Spark Delta':>12}{'ours noop':>11}"
                   f"{'ours Delta':>11}{'vs noop':>9}{'vs Delta':>9}{'Spark D/n':>10}  state rows")
             for name, (clause, column, window) in chosen.items():
-                seconds, curve = {}, []
+                seconds, curve = {}, None
                 for side, sink in [("spark", "noop"), ("ours", "noop"), ("spark", "delta"),
                                    ("ours", "delta")]:
                     if side == "spark":
                         seconds[side, sink] = timed(
                             lambda: native(spark, path, cut, work, sink, window))
                     else:
-                        seconds[side, sink] = timed(lambda: curve.append(
-                            ours(spark, path, cut, work, sink, clause, column)))
+                        seconds[side, sink] = timed(
+                            lambda: ours(spark, path, cut, work, sink, clause, column))
+                        curve = state_rows(spark)
                 rate = {key: rows / value for key, value in seconds.items()}
                 print(f"  {name:<38}{rate['spark', 'noop']:>11,.0f}{rate['spark', 'delta']:>12,.0f}"
                       f"{rate['ours', 'noop']:>11,.0f}{rate['ours', 'delta']:>11,.0f}"
                       f"{rate['ours', 'noop'] / rate['spark', 'noop']:>9.2f}"
                       f"{rate['ours', 'delta'] / rate['spark', 'delta']:>9.2f}"
-                      f"{rate['spark', 'delta'] / rate['spark', 'noop']:>10.2f}  {curve[-1]}",
+                      f"{rate['spark', 'delta'] / rate['spark', 'noop']:>10.2f}  {curve}",
                       flush=True)
             print("  (targets: ours / Spark >= 1.0 both into noop, >= 1.2 both into Delta)")
         shutil.rmtree(work, ignore_errors=True)
@@ -137,7 +149,7 @@ def benchmark(spark, sizes: list[int], parts: int, keys: int, cuts: list[str],
 
 def closing_state(spark, rows: int, parts: int) -> None:
     """TIME_INTERVAL state once one tuple an hour later moves the watermark past every pane."""
-    from sql_ext.streaming import create_streaming_table, state_curve
+    from sql_ext.streaming import create_streaming_table
 
     work, path = source(spark, rows, parts)
     clause, column, _ = queries(rows, parts, 1)["TIME_INTERVAL(60, 15)"]
@@ -150,7 +162,7 @@ def closing_state(spark, rows: int, parts: int) -> None:
     spark.sql("SELECT 0L AS seq, 0L AS k, 0.5D AS x, TIMESTAMP_SECONDS(UNIX_SECONDS(MAX(ts)) "
               f"+ 3600) AS ts FROM delta.`{path}`").write.format("delta").mode("append").save(path)
     create_streaming_table(spark, "bench_stream_out", sql, **options).awaitTermination()
-    curve = [size for _, size in state_curve(spark, "bench_stream_out")]
+    curve = state_rows(spark)
     print(f"TIME_INTERVAL(60, 15) state rows per micro-batch: {curve}; the last once the "
           "watermark passed every pane (the panes and clock of that one tuple)")
     shutil.rmtree(work, ignore_errors=True)

@@ -57,9 +57,12 @@ build_jar() {
   fi
 }
 
+# Delta's jars: sessions load them, and the JVM build compiles against them.
+delta_jars() { "$PY" -c 'from sql_ext import jars; jars.delta_jars()'; }
+
 setup() {
   setup_python
-  "$PY" -c 'from sql_ext import jars; jars.delta_jars()'  # the JVM build compiles against them
+  delta_jars
   build_jar
 }
 
@@ -78,6 +81,6 @@ case "${1:-}" in
   bench) setup; shift; exec "$PY" python/bench.py "$@" ;;
   load) setup; shift; exec "$PY" python/thrift_load.py "$@" ;;
   profile) setup; shift; exec "$PY" python/stream_profile.py "$@" ;;
-  sbt) setup_python; "$PY" -c 'from sql_ext import jars; jars.delta_jars()'; shift; sbt "$@" ;;
+  sbt) setup_python; delta_jars; shift; sbt "$@" ;;
   *) echo "usage: bash python/dev.sh setup|main|test|bench|load|profile|sbt ..." >&2; exit 2 ;;
 esac

@@ -1,7 +1,8 @@
 """Where a streaming table's time goes (issue 18): one streaming query over the bench source,
 ours or Spark's native window, with Spark's event log and Java Flight Recorder on.
 
-    bash python/dev.sh profile [--rows 2000000] [--parts 4] [--query panes|tumbling|sliding]
+    bash python/dev.sh profile [--rows 2000000] [--parts 4] [--cut per-append|backlog]
+                               [--query panes|tumbling|delta|punct|sliding]
                                [--native] [--sink delta|noop] [--jfr]
 
 Prints, per micro-batch, Spark's own phases (queryProgress durationMs: latestOffset,
@@ -25,60 +26,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import sql_ext  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+import bench  # noqa: E402 - beside this script: the bench's data
+import bench_streaming  # noqa: E402 - and its streaming source, queries and runs
 
-QUERIES = {
-    "panes": ("WINDOW TIME_INTERVAL(60, 15) ON ts OVER (PARTITION BY k) WATERMARK DELAY 5",
-              "PANE_START() AS s", ("60 seconds", "15 seconds")),
-    "tumbling": ("WINDOW TUMBLING COUNT(100) OVER (PARTITION BY k)", "WINDOW_ID() AS w",
-                 ("100 seconds",)),
-    "sliding": ("WINDOW SLIDING COUNT(100) TRIGGER COUNT(10) OVER (PARTITION BY k)",
-                "WINDOW_ID() AS w", ("100 seconds", "10 seconds")),
-}
-
-
-def source(spark, rows: int, parts: int, work: Path) -> str:
-    """The bench rows (seq, k = seq % 1000, x, ts = seq / 1000 s) as `parts` Delta appends."""
-    path = str(work / "source")
-    for part in range(parts):
-        spark.sql(f"""SELECT id AS seq, id % 1000 AS k, RAND(7) AS x,
-                             TIMESTAMP_SECONDS(id DIV 1000) AS ts
-                      FROM range({part * rows // parts}, {(part + 1) * rows // parts}, 1, 1)""") \
-            .write.format("delta").mode("append").save(path)
-    return path
-
-
-def run_ours(spark, query: str, path: str, work: Path, sink: str):
-    from sql_ext.streaming import create_streaming_table
-
-    clause, column, _ = QUERIES[query]
-    spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(path) \
-        .createOrReplaceTempView("profile_source")
-    sql = (f"SELECT k, {column}, SUM(x) AS total, MAX(x) AS top FROM STREAM(profile_source) "
-           f"{clause}")
-    if sink == "noop":
-        spark.conf.set("spark.sql_ext.bench.sink", "noop")
-    stream = create_streaming_table(spark, "profile_out", sql, checkpoint=str(work / "ckpt"),
-                                    location=str(work / "out"), replace=True)
-    stream.awaitTermination()
-    return stream
-
-
-def run_native(spark, query: str, path: str, work: Path, sink: str):
-    from pyspark.sql import functions as F
-
-    window = QUERIES[query][2]
-    writer = (spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(path)
-              .withWatermark("ts", "5 seconds").groupBy("k", F.window("ts", *window))
-              .agg(F.sum("x").alias("total"), F.max("x").alias("top"))
-              .writeStream.format(sink).outputMode("append")
-              .option("checkpointLocation", str(work / "ckpt_native"))
-              .trigger(availableNow=True))
-    if sink == "delta":
-        writer = writer.option("path", str(work / "native_out"))
-    stream = writer.start()
-    stream.awaitTermination()
-    return stream
+# The profile's names for the bench's streaming queries.
+QUERIES = {"panes": "TIME_INTERVAL(60, 15)", "tumbling": "TUMBLING COUNT(100)",
+           "delta": "TUMBLING DELTA(ts, 99)", "punct": "TUMBLING PUNCT()",
+           "sliding": "SLIDING COUNT(100) TRIGGER COUNT(10)"}
 
 
 def batches(stream) -> None:
@@ -152,6 +106,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--parts", type=int, default=4)
+    parser.add_argument("--cut", choices=["per-append", "backlog"], default="per-append")
     parser.add_argument("--query", choices=sorted(QUERIES), default="panes")
     parser.add_argument("--native", action="store_true", help="Spark's own window instead")
     parser.add_argument("--sink", choices=["delta", "noop"], default="delta")
@@ -168,14 +123,18 @@ def main() -> int:
     conf.update(item.split("=", 1) for item in args.conf)
     spark = sql_ext.session(warehouse=work / "warehouse", conf=conf)
     spark.sparkContext.setLogLevel("ERROR")
-    path = source(spark, args.rows, args.parts, work)
+    bench.make_data(spark, args.rows, 1000)
+    source_work, path = bench_streaming.source(spark, args.rows, args.parts)
     if args.jfr:
         pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
         subprocess.run(["jcmd", str(pid), "JFR.start", "name=sx", "settings=profile",
                         f"filename={recording}"], check=True, capture_output=True)
     started = time.perf_counter()
-    runner = run_native if args.native else run_ours
-    stream = runner(spark, args.query, path, work, args.sink)
+    clause, column, window = bench_streaming.queries(args.rows, args.parts, 1000)[
+        QUERIES[args.query]]
+    stream = bench_streaming.native(spark, path, args.cut, work, args.sink, window) \
+        if args.native else \
+        bench_streaming.ours(spark, path, args.cut, work, args.sink, clause, column)
     wall = time.perf_counter() - started
     if args.jfr:
         subprocess.run(["jcmd", str(pid), "JFR.stop", "name=sx"], check=True,
@@ -189,6 +148,7 @@ def main() -> int:
     if args.jfr:
         hot_frames(recording)
     shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(source_work, ignore_errors=True)
     return 0
 
 

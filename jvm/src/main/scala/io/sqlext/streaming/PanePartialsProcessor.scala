@@ -53,15 +53,16 @@ class PanePartialsProcessor(
     val out = ArrayBuffer.empty[Row]
     val keyState = load()
     advanceAll(key, keyState, watermarkMs, out)
+    val touched = mutable.Set.empty[Long]
     rows.foreach { row =>
       val n = row.getLong(paneIndex)
       // A new pane acts from the next watermark on (its creation is under this one).
       val pane = keyState.panes.getOrElseUpdate(n,
         PaneProcessor.stateValues(PaneState.Created) ++ partials.empty)
       partials.merge(pane, Flags, row, paneIndex + 1)
-      keyState.added += n
+      touched += n
     }
-    keyState.added.foreach { n =>
+    touched.foreach { n =>
       val pane = keyState.panes(n)
       val added = paneState(pane).added
       PaneProcessor.stateValues(added).copyToArray(pane)
@@ -157,6 +158,5 @@ object PanePartialsProcessor {
     var seen: Long = Long.MinValue
     var wake: Long = -1L
     val panes: mutable.LongMap[Array[Any]] = mutable.LongMap.empty
-    val added: mutable.Set[Long] = mutable.Set.empty
   }
 }
