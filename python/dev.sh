@@ -4,7 +4,8 @@
 #   .venv/          Python environment (pyspark, delta-spark, sqlglot, pytest, dbt, ...)
 #   .tools/sbt/     sbt launcher and its caches (the JVM build)
 #   .cache/jars/    Delta's JVM jars from Maven Central
-# Usage: bash python/dev.sh setup | main | test | bench [args] | load [args] | profile [args]
+#   dist/           the wheel (`wheel`), which carries the compiled extension jar
+# Usage: bash python/dev.sh setup | main | test | wheel | bench [args] | load [args] | profile [args]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -66,6 +67,16 @@ setup() {
   build_jar
 }
 
+# dist/sql_ext-<version>-py3-none-any.whl: the package with the jar just built, nothing else.
+wheel() {
+  setup
+  say "building the wheel into dist/"
+  rm -rf build dist/sql_ext-*.whl
+  "$PY" -m pip wheel -q --no-deps -w dist .
+  rm -rf build
+  ls dist/sql_ext-*.whl
+}
+
 case "${1:-}" in
   setup) setup ;;
   main) setup; shift; exec "$VENV/bin/sql-ext" run-examples "$@" ;;
@@ -78,9 +89,10 @@ case "${1:-}" in
     # start once per worker).
     say "Python tests (pytest, ${SQL_EXT_TEST_WORKERS:-2} workers)"
     exec "$PY" -m pytest -n "${SQL_EXT_TEST_WORKERS:-2}" --dist load "$@" ;;
+  wheel) wheel ;;
   bench) setup; shift; exec "$PY" python/bench.py "$@" ;;
   load) setup; shift; exec "$PY" python/thrift_load.py "$@" ;;
   profile) setup; shift; exec "$PY" python/stream_profile.py "$@" ;;
   sbt) setup_python; delta_jars; shift; sbt "$@" ;;
-  *) echo "usage: bash python/dev.sh setup|main|test|bench|load|profile|sbt ..." >&2; exit 2 ;;
+  *) echo "usage: bash python/dev.sh setup|main|test|wheel|bench|load|profile|sbt ..." >&2; exit 2 ;;
 esac

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import runpy
 import signal
 import sys
 import threading
@@ -14,17 +13,19 @@ from sql_ext import jars
 from sql_ext.errors import WindowSqlError
 from sql_ext.rewrite import rewrite
 
-EXAMPLES = jars.PROJECT_DIR / "examples" / "seed_examples.py"
+MASTER_HELP = ("Spark's master URL (default local[2]); on a cluster also set SPARK_LOCAL_IP "
+               "and PYSPARK_PYTHON for it")
 METASTORE_HELP = ("an external catalog: a JDBC URL or thrift://host:port (default: the "
                   "embedded one in the warehouse; also SQL_EXT_METASTORE)")
 
 
 def run_examples(args) -> int:
+    from sql_ext.samples import seed_examples
     from sql_ext.session import session
 
-    spark = session(warehouse=args.warehouse, metastore=args.metastore)
+    spark = session(warehouse=args.warehouse, metastore=args.metastore, master=args.master)
     spark.sparkContext.setLogLevel("ERROR")
-    runpy.run_path(str(EXAMPLES), run_name="sql_ext_examples")["main"](spark)
+    seed_examples.main(spark)
     spark.stop()
     return 0
 
@@ -37,7 +38,7 @@ def thriftserver(args) -> int:
     auth.check_bind(args.host, args.auth, args.insecure_no_auth)
     conf = {**thrift_conf(args.host, args.port), **auth.server_conf(args.auth, args.password_file)}
     spark = session(warehouse=args.warehouse, app_name="sql-ext-thriftserver",
-                    metastore=args.metastore, conf=conf)
+                    metastore=args.metastore, conf=conf, master=args.master)
     if args.auth == "password":
         auth.install(spark, args.password_file)
     _load_udafs(args.udafs)
@@ -112,6 +113,12 @@ def dbt_package(args) -> int:
     return 0
 
 
+def print_jars(args) -> int:
+    """The spark-submit arguments for a driver `configure` cannot reach (cluster deploy mode)."""
+    print(" ".join(jars.submit_arguments()))
+    return 0
+
+
 def transpile(args) -> int:
     text = args.sql if args.sql != "-" else sys.stdin.read()
     try:
@@ -130,12 +137,14 @@ def main(argv=None) -> int:
     examples = commands.add_parser("run-examples", help="run the seed examples into Delta tables")
     examples.add_argument("--warehouse", default=None, help="Delta warehouse folder")
     examples.add_argument("--metastore", default=None, help=METASTORE_HELP)
+    examples.add_argument("--master", default="local[2]", help=MASTER_HELP)
     examples.set_defaults(run=run_examples)
     server = commands.add_parser("thriftserver", help="start the JDBC/Thrift server")
     server.add_argument("--host", default="127.0.0.1")
     server.add_argument("--port", type=int, default=10000)
     server.add_argument("--warehouse", default=None)
     server.add_argument("--metastore", default=None, help=METASTORE_HELP)
+    server.add_argument("--master", default="local[2]", help=MASTER_HELP)
     server.add_argument("--no-resume", dest="resume", action="store_false",
                         help="do not start the catalog's TRIGGER EVERY streaming tables")
     server.add_argument("--auth", choices=("none", "password"), default="none",
@@ -167,6 +176,11 @@ def main(argv=None) -> int:
     package = commands.add_parser("dbt-package",
                                   help="print the folder of sql-ext's dbt package")
     package.set_defaults(run=dbt_package)
+    submit = commands.add_parser(
+        "jars", help="print spark-submit's arguments for sql-ext (--jars, --conf)",
+        description="spark-submit in client mode needs none of these (sql_ext.configure loads "
+                    "the jars); cluster deploy mode, where the driver runs elsewhere, does.")
+    submit.set_defaults(run=print_jars)
     show = commands.add_parser("transpile", help="print the plain Spark SQL of windowed SQL")
     show.add_argument("sql", help="the statement, or - for standard input")
     show.set_defaults(run=transpile)

@@ -1,5 +1,16 @@
-"""The JVM jars a session loads: the extension jar shipped in the package and Delta's jars,
-downloaded once from Maven Central into the project's cache and checked against their SHA-1."""
+"""The JVM jars a session loads, and where the embedded default keeps its files.
+
+The extension jar ships inside the package (`sql_ext/jars/sql-ext.jar`, in the wheel too).
+Delta's jars are downloaded once from Maven Central and checked against their SHA-1: Spark's
+own `spark.jars.packages` resolution only runs when spark-submit starts the JVM, so it cannot
+serve a driver that is already running (spark-submit of a job that calls `configure`), while a
+checked download into a cache works there, and offline after the first run.
+
+Where files go: in a source checkout (the package sits beside `build.sbt`) everything stays in
+the project folder, as `python/dev.sh` promises; an installed package keeps Delta's jars in the
+user's cache folder and the warehouse under the working directory, as Spark's own
+`spark-warehouse` is. `SQL_EXT_JAR_CACHE` and `SQL_EXT_WAREHOUSE` override both.
+"""
 
 from __future__ import annotations
 
@@ -17,18 +28,42 @@ DELTA_ARTIFACTS = (
 )
 PACKAGE_DIR = Path(__file__).resolve().parent
 PROJECT_DIR = PACKAGE_DIR.parent
+EXTENSIONS = "io.sqlext.SqlExtExtensions,io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+# Streaming windows run under transformWithState, which needs the RocksDB state store.
+ROCKSDB_STATE_STORE = \
+    "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+def in_checkout() -> bool:
+    """Whether the package runs from its source folder (not from an installed wheel)."""
+    return (PROJECT_DIR / "build.sbt").is_file() and (PROJECT_DIR / "jvm").is_dir()
 
 
 def extension_jar() -> Path:
     jar = PACKAGE_DIR / "jars" / "sql-ext.jar"
     if not jar.is_file():
-        raise FileNotFoundError(
-            f"{jar} is missing: build it with `bash python/dev.sh setup` (runs sbt jvm/package)")
+        hint = ("build it with `bash python/dev.sh setup` (runs sbt jvm/package)" if in_checkout()
+                else "this installation lacks it: reinstall the sql-ext wheel")
+        raise FileNotFoundError(f"{jar} is missing: {hint}")
     return jar
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("SQL_EXT_JAR_CACHE", PROJECT_DIR / ".cache" / "jars"))
+    if os.environ.get("SQL_EXT_JAR_CACHE"):
+        return Path(os.environ["SQL_EXT_JAR_CACHE"])
+    if in_checkout():
+        return PROJECT_DIR / ".cache" / "jars"
+    user_cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(user_cache) / "sql-ext" / "jars"
+
+
+def default_warehouse() -> Path:
+    if os.environ.get("SQL_EXT_WAREHOUSE"):
+        return Path(os.environ["SQL_EXT_WAREHOUSE"])
+    if in_checkout():
+        return PROJECT_DIR / "warehouse"
+    return Path.cwd() / "spark-warehouse"
 
 
 def _download(url: str, target: Path) -> None:
@@ -53,10 +88,24 @@ def delta_jars() -> list[Path]:
         target = folder / name
         if not target.is_file():
             url = f"{MAVEN_CENTRAL}/{group.replace('.', '/')}/{artifact}/{version}/{name}"
-            _download(url, target)
+            try:
+                _download(url, target)
+            except OSError as error:
+                raise OSError(f"cannot fetch Delta's jar {name} from Maven Central into "
+                              f"{folder} ({error}); put the jar there by hand, or point "
+                              "SQL_EXT_JAR_CACHE at a folder that has it") from error
         jars.append(target)
     return jars
 
 
 def all_jars() -> list[Path]:
     return [extension_jar(), *delta_jars()]
+
+
+def submit_arguments() -> list[str]:
+    """The spark-submit arguments that load sql-ext where `configure` cannot (a driver that
+    runs on another machine: cluster deploy mode)."""
+    return ["--jars", ",".join(str(p) for p in all_jars()),
+            "--conf", f"spark.sql.extensions={EXTENSIONS}",
+            "--conf", f"spark.sql.catalog.spark_catalog={DELTA_CATALOG}",
+            "--conf", f"spark.sql.streaming.stateStore.providerClass={ROCKSDB_STATE_STORE}"]

@@ -6,38 +6,84 @@ import os
 import sys
 from pathlib import Path
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from sql_ext import bridge, catalog, jars, udaf
 
-EXTENSIONS = "io.sqlext.SqlExtExtensions,io.delta.sql.DeltaSparkSessionExtension"
-DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
-ROCKSDB_STATE_STORE = \
-    "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+EXTENSION_CLASS = "io.sqlext.SqlExtExtensions"
+# spark-submit's class loader for the application's jars: it can take more at run time.
+ADDABLE_LOADERS = ("org.apache.spark.util.MutableURLClassLoader",
+                   "org.apache.spark.util.ChildFirstURLClassLoader")
 
 
-def _prepare_environment() -> None:
+def _embedded_environment() -> None:
+    """The embedded default's processes: one machine, this interpreter for Python workers.
+    Only `session()` sets these; on a user's cluster they are the user's choice."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
+def _driver_running() -> bool:
+    """A driver JVM already runs: spark-submit started it (and passed its gateway port), or
+    an earlier session in this process did. Its class path is fixed by now."""
+    return SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def _load_into_running_driver(jar_paths: list[str]) -> None:
+    """Makes the extension and Delta loadable in a driver JVM that is already running, before
+    the session starts: spark-submit runs the application under a class loader that accepts
+    more jars, and Spark loads session extensions and catalogs through it."""
+    SparkContext._ensure_initialized()
+    jvm = SparkContext._jvm
+    add_jars(jvm, jvm.java.lang.Thread.currentThread().getContextClassLoader(), jar_paths)
+
+
+def add_jars(jvm, loader, jar_paths: list[str]) -> None:
+    """Adds `jar_paths` to `loader` unless it loads the extension already; an error with the
+    spark-submit arguments when it cannot take jars."""
+    if _loadable(jvm, loader, EXTENSION_CLASS):
+        return
+    kind = loader.getClass().getName() if loader is not None else "none"
+    if kind not in ADDABLE_LOADERS:
+        raise RuntimeError(
+            f"sql_ext.configure: the Spark driver is already running and its class loader "
+            f"({kind}) cannot take sql-ext's jars; start the job with them: spark-submit "
+            + " ".join(jars.submit_arguments()) + " ... (`sql-ext jars` prints these)")
+    for path in jar_paths:
+        loader.addURL(jvm.java.io.File(path).toURI().toURL())
+
+
+def _loadable(jvm, loader, class_name: str) -> bool:
+    try:
+        jvm.java.lang.Class.forName(class_name, False, loader)
+        return True
+    except Exception:  # py4j's error for a missing class
+        return False
+
+
 def configure(builder: SparkSession.Builder) -> SparkSession:
     """Adds the extension and Delta to a user's builder, starts the session, registers the
-    rewriter, and returns the session: `spark.sql(<windowed SQL>)` then works directly."""
-    _prepare_environment()
+    rewriter, and returns the session: `spark.sql(<windowed SQL>)` then works directly.
+    Under spark-submit (client mode) it needs no extra arguments."""
     jar_paths = [str(p) for p in jars.all_jars()]
+    if _driver_running():
+        _load_into_running_driver(jar_paths)
     spark = (
         # The driver's system classpath: the Thrift server closes the class loader of
         # spark.jars when a JDBC session ends, which would break classes loaded later.
         builder.config("spark.driver.extraClassPath", os.pathsep.join(jar_paths))
         .config("spark.jars", ",".join(jar_paths))
-        .config("spark.sql.extensions", EXTENSIONS)
-        .config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
-        # Streaming windows run under transformWithState, which needs the RocksDB store.
-        .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_STATE_STORE)
+        .config("spark.sql.extensions", jars.EXTENSIONS)
+        .config("spark.sql.catalog.spark_catalog", jars.DELTA_CATALOG)
+        .config("spark.sql.streaming.stateStore.providerClass", jars.ROCKSDB_STATE_STORE)
         .getOrCreate()
     )
+    if EXTENSION_CLASS not in (spark.conf.get("spark.sql.extensions", "") or ""):
+        raise RuntimeError(
+            "sql_ext.configure: a SparkSession without sql-ext already runs in this process and "
+            "getOrCreate returned it; stop it (spark.stop()) before calling configure")
     bridge.register(spark)
     udaf.register_all(spark)
     return spark
@@ -50,10 +96,11 @@ def session(
     conf: dict | None = None,
     metastore: str | None = None,
 ) -> SparkSession:
-    """The embedded default: local Spark, a Delta warehouse under the project folder, and a
+    """The embedded default: local Spark, a Delta warehouse (see `jars.default_warehouse`), a
     persistent catalog (an embedded metastore in the warehouse, or `metastore`: see
-    sql_ext.catalog)."""
-    warehouse = Path(warehouse or jars.PROJECT_DIR / "warehouse").resolve()
+    sql_ext.catalog). The warehouse defaults to `jars.default_warehouse()`."""
+    _embedded_environment()
+    warehouse = Path(warehouse or jars.default_warehouse()).resolve()
     warehouse.mkdir(parents=True, exist_ok=True)
     if metastore is None and not os.environ.get(catalog.METASTORE_ENV):
         catalog.set_aside_unfinished(warehouse)

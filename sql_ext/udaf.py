@@ -4,9 +4,11 @@ Windows are often small and many, and Spark's grouped Python UDFs pay a Python c
 A sql_ext UDAF is written once over a *batch of windows*: it receives one `pyarrow.ListArray`
 per argument (one list per window, in the same order) and returns one value per window:
 
+    from sql_ext.udaf import reduce_windows
+
     @sql_ext.udaf("double")
     def py_sum(values):
-        return sql_ext.udaf.reduce_windows(np.add, values)
+        return reduce_windows(np.add, values)
 
 In a windowed query, `py_sum(x)` is lowered to `__sx_udaf_py_sum(COLLECT_LIST(x))`: Spark
 collects each window's values in the JVM, then one Arrow call handles thousands of windows.

@@ -3,11 +3,13 @@
 import runpy
 from pathlib import Path
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "seed_examples.py"
+from sql_ext.samples import seed_examples
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def test_seed_examples_write_delta_tables(spark):
-    results = runpy.run_path(str(EXAMPLES))["main"](spark)
+    results = seed_examples.main(spark)
     count4 = results["seed_count4_cost"]
     assert [(r.tuples, r.cost) for r in count4] == [(4, 10)]
     delta = results["seed_delta_temperature"]
@@ -27,7 +29,7 @@ def test_traffic_streaming_example_matches_the_pane_oracle(spark, tmp_path):
 
     from oracle_panes import pane_firings
 
-    example = runpy.run_path(str(EXAMPLES.parent / "traffic_streaming.py"))
+    example = runpy.run_path(str(EXAMPLES / "traffic_streaming.py"))
     got = sorted((r.freeway, r.time_start, r.flow, r.timing)
                  for r in example["main"](spark, tmp_path))
     rows, seen = [], []

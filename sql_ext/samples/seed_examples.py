@@ -1,6 +1,7 @@
 """The seed examples (../shared/seeds) as windowed SQL, each written to a Delta table.
 
-Run with `bash python/dev.sh main` (or `sql-ext run-examples`). Sample data: examples/data/.
+Run with `bash python/dev.sh main` (or `sql-ext run-examples`). Sample data: the `data` folder
+beside this file (shipped in the wheel).
 """
 
 from pathlib import Path

@@ -1,0 +1,256 @@
+"""Deploying sql-ext as users do: the wheel in a clean virtual environment outside the checkout,
+spark-submit with no extra arguments, and a real Spark standalone cluster on 127.0.0.1 whose
+executors run a Python without sql_ext. Every deployment runs tests/deploy_job.py; its results
+must equal a pure-Python model of the windows (and plain Spark's GROUP BY in the same run)."""
+
+import importlib.metadata
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from pyhive import hive
+
+from sql_ext.thrift import wait_for_port
+from test_thrift import _free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+JOB = Path(__file__).resolve().parent / "deploy_job.py"
+VENV_BIN = Path(sys.executable).parent
+# What executors need for UDAFs: pyspark's own dependencies for Arrow UDFs, not sql_ext.
+WORKER_PACKAGES = ("pyspark", "pyarrow", "pandas", "numpy")
+
+
+def expected_windows(rows: int = 120, size: int = 4) -> list:
+    """TUMBLING COUNT(size) per k over v ascending: full windows of `size` tuples each."""
+    result = []
+    for k in range(3):
+        values = [float(v) for v in range(rows) if v % 3 == k]
+        for w in range(len(values) // size):
+            chunk = values[w * size:(w + 1) * size]
+            result.append([str(k), w, size, sum(chunk), sum(chunk)])
+    return sorted(result)
+
+
+def check_result(result: dict) -> None:
+    expected = expected_windows()
+    assert result["windowed"] == expected
+    assert result["plain_spark"] == expected
+    assert result["ctas"] == expected and result["ctas_format"] == "delta"
+    assert result["streaming"] == expected
+
+
+def run_job(command: list, work: Path, env: dict, cwd: Path, *after: str) -> dict:
+    """`command <work folder> after...`: the job's RESULT line."""
+    work.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run([*command, str(work), *after], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=600)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, f"{command} failed:\n{done.stderr[-6000:]}"
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def make_venv(folder: Path, *packages: str) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
+    python = folder / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", *packages], check=True,
+                   timeout=900)
+    return python
+
+
+def clean_env(**extra) -> dict:
+    """This process's environment without its virtual environment or source folder."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON",
+                        "SPARK_HOME")}
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    return {**env, **extra}
+
+
+def test_wheel_runs_outside_the_checkout(tmp_path):
+    """`bash python/dev.sh wheel`, pip install into a fresh venv, everything from elsewhere."""
+    subprocess.run(["bash", str(ROOT / "python" / "dev.sh"), "wheel"], check=True, cwd=ROOT,
+                   capture_output=True, timeout=900)
+    wheels = sorted((ROOT / "dist").glob("sql_ext-*-py3-none-any.whl"))
+    assert wheels, "dev.sh wheel made no wheel"
+    python = make_venv(tmp_path / "venv", str(wheels[-1]))
+    bin_dir = python.parent
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(JOB, elsewhere / "deploy_job.py")  # the job alone: no tests folder beside it
+    env = clean_env(XDG_CACHE_HOME=str(tmp_path / "cache"), PYSPARK_PYTHON=str(python))
+    env.pop("SQL_EXT_JAR_CACHE", None)
+
+    located = subprocess.run([str(python), "-c", "import sql_ext; print(sql_ext.__file__)"],
+                             capture_output=True, text=True, env=env, cwd=elsewhere, check=True)
+    assert str(tmp_path / "venv") in located.stdout and str(ROOT) not in located.stdout
+
+    check_result(run_job([str(python), "deploy_job.py", "session"], tmp_path / "job", env,
+                         elsewhere))
+    # Delta's jars went to the user's cache folder, not the checkout.
+    assert sorted(p.name for p in (tmp_path / "cache" / "sql-ext" / "jars").glob("*.jar")) == [
+        "delta-spark_4.2_2.13-4.4.0.jar", "delta-storage-4.4.0.jar"]
+
+    examples = subprocess.run([str(bin_dir / "sql-ext"), "run-examples"], capture_output=True,
+                              text=True, env=env, cwd=elsewhere, timeout=600)
+    assert examples.returncode == 0, examples.stderr[-4000:]
+    assert "seed_count4_cost" in examples.stdout
+    assert (elsewhere / "spark-warehouse" / "seed_count4_cost" / "_delta_log").is_dir()
+
+    transpiled = subprocess.run(
+        [str(bin_dir / "sql-ext"), "transpile",
+         "SELECT SUM(v) FROM t WINDOW TUMBLING COUNT(2) OVER (ORDER BY v)"],
+        capture_output=True, text=True, env=env, cwd=elsewhere, check=True)
+    assert "SQL_EXT_WINDOW(" in transpiled.stdout
+    printed = subprocess.run([str(bin_dir / "sql-ext"), "jars"], capture_output=True, text=True,
+                             env=env, cwd=elsewhere, check=True).stdout
+    assert printed.startswith("--jars ") and str(tmp_path / "venv") in printed
+
+    port = _free_port()
+    with open(tmp_path / "server.log", "w") as log:
+        server = subprocess.Popen([str(bin_dir / "sql-ext"), "thriftserver", "--port", str(port)],
+                                  stdout=log, stderr=subprocess.STDOUT, env=env, cwd=elsewhere,
+                                  start_new_session=True)
+    try:
+        wait_for_port("127.0.0.1", port, timeout=180)
+        with hive.connect(host="127.0.0.1", port=port) as conn:
+            cursor = conn.cursor()
+            # The examples' table, through the catalog the server shares with run-examples.
+            cursor.execute("SELECT COUNT(*) AS n, SUM(total) AS total FROM seed_punct_per_file "
+                           "WINDOW TUMBLING COUNT(3) OVER (ORDER BY window)")
+            assert cursor.fetchall() == [(3, 23.5)]
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
+
+
+class StandaloneCluster:
+    """A master and two one-core workers, started with bin/spark-class from the pyspark
+    package, stopped by the process ids started here."""
+
+    def __init__(self, folder: Path, env: dict):
+        self.folder, self.env, self.processes = folder, env, []
+        self.port = _free_port()
+        self.url = f"spark://127.0.0.1:{self.port}"
+
+    def _start(self, name: str, *args: str) -> None:
+        log = open(self.folder / f"{name}.log", "w")
+        self.processes.append(subprocess.Popen(
+            [str(VENV_BIN / "spark-class"), *args], stdout=log, stderr=subprocess.STDOUT,
+            env=self.env, cwd=self.folder, start_new_session=True))
+
+    def start(self) -> "StandaloneCluster":
+        self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                    "--port", str(self.port), "--webui-port", str(_free_port()))
+        try:
+            wait_for_port("127.0.0.1", self.port, timeout=120)
+        except TimeoutError:
+            raise AssertionError((self.folder / "master.log").read_text()[-3000:])
+        for n in (1, 2):
+            work = self.folder / f"worker{n}"
+            work.mkdir()
+            self._start(f"worker{n}", "org.apache.spark.deploy.worker.Worker", "--host",
+                        "127.0.0.1", "--cores", "1", "--memory", "1g", "--work-dir", str(work),
+                        "--webui-port", str(_free_port()), self.url)
+        deadline = time.monotonic() + 120
+        while (self.folder / "master.log").read_text().count("Registering worker") < 2:
+            assert time.monotonic() < deadline, (self.folder / "master.log").read_text()[-3000:]
+            time.sleep(0.5)
+        return self
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            os.killpg(process.pid, signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def worker_python(tmp_path_factory):
+    """Executors' Python: pyspark and the Arrow UDF dependencies, at the driver's versions."""
+    versions = [f"{p}=={importlib.metadata.version(p)}" for p in WORKER_PACKAGES]
+    python = make_venv(tmp_path_factory.mktemp("workers") / "venv", *versions)
+    lacks = subprocess.run([str(python), "-c", "import sql_ext"], capture_output=True)
+    assert lacks.returncode != 0  # the executors cannot import sql_ext
+    return python
+
+
+def test_standalone_cluster_and_spark_submit(tmp_path, worker_python):
+    """configure(builder.master(spark://...)), spark-submit to the cluster and spark-submit
+    in local mode: no --jars, no --packages; executors without sql_ext run the UDAF."""
+    import pyspark
+
+    spark_home = str(Path(pyspark.__file__).parent)  # Spark's scripts find it from here
+    cluster = StandaloneCluster(tmp_path, clean_env(SPARK_HOME=spark_home)).start()
+    job_env = clean_env(PYSPARK_PYTHON=str(worker_python), PYSPARK_DRIVER_PYTHON=sys.executable,
+                        SPARK_HOME=spark_home)
+    submit = [str(VENV_BIN / "spark-submit"), "--conf", "spark.executor.memory=512m"]
+    try:
+        on_cluster = {
+            "configure": run_job([sys.executable, str(JOB), "configure"], tmp_path / "job1",
+                                 job_env, tmp_path, cluster.url),
+            "spark-submit": run_job([*submit, "--master", cluster.url, str(JOB), "configure"],
+                                    tmp_path / "job2", job_env, tmp_path),
+        }
+        served = query_thrift_server_on(cluster, tmp_path, job_env)
+    finally:
+        cluster.stop()
+    local = run_job([*submit, "--master", "local[2]", str(JOB), "configure"], tmp_path / "job3",
+                    job_env, tmp_path)
+    for name, result in {**on_cluster, "spark-submit local": local}.items():
+        check_result(result)
+    assert {r["master"] for r in on_cluster.values()} == {cluster.url}
+    assert local["master"] == "local[2]"
+    # The UDAF ran in executors of the cluster, whose Python has no sql_ext.
+    apps = list(tmp_path.glob("worker*/app-*"))
+    assert len({app.name for app in apps}) == 3, apps
+    assert served == [(str(k), w, n, total, total) for k, w, n, total, _ in expected_windows()]
+
+
+def query_thrift_server_on(cluster: StandaloneCluster, folder: Path, env: dict) -> list:
+    """`sql-ext thriftserver --master <cluster> --udafs ...`: a windowed query with a UDAF of
+    the --udafs module (which the executors cannot import) over JDBC."""
+    port = _free_port()
+    env = dict(env, PYTHONPATH=str(Path(__file__).resolve().parent))  # tests/udafs, driver only
+    with open(folder / "server.log", "w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "sql_ext.cli", "thriftserver", "--port", str(port),
+             "--master", cluster.url, "--warehouse", str(folder / "server_warehouse"),
+             "--udafs", "udafs.team_aggregates"],
+            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=folder, start_new_session=True)
+    try:
+        wait_for_port("127.0.0.1", port, timeout=180)
+        with hive.connect(host="127.0.0.1", port=port) as conn:
+            cursor = conn.cursor()
+            cursor.execute("CREATE TABLE numbers USING DELTA AS SELECT CAST(id % 3 AS STRING) AS k,"
+                           " CAST(id AS DOUBLE) AS v FROM range(120)")
+            cursor.execute("SELECT k, WINDOW_ID() AS w, COUNT(*) AS n, SUM(v) AS total, "
+                           "team_total(v) AS py FROM numbers "
+                           "WINDOW TUMBLING COUNT(4) OVER (PARTITION BY k ORDER BY v)")
+            return sorted(cursor.fetchall())
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
+
+
+def test_a_driver_that_cannot_take_jars_gets_the_submit_arguments(spark):
+    """Where configure cannot load the jars (a class loader that takes none, as a driver on
+    another machine may have), the error gives spark-submit's exact arguments."""
+    from sql_ext import jars
+    from sql_ext.session import add_jars
+
+    jvm = spark.sparkContext._jvm
+    with pytest.raises(RuntimeError) as error:
+        add_jars(jvm, jvm.java.lang.ClassLoader.getPlatformClassLoader(),
+                 [str(p) for p in jars.all_jars()])
+    assert " ".join(jars.submit_arguments()) in str(error.value)
+    assert f"--jars {jars.extension_jar()}," in str(error.value)
