@@ -5,7 +5,8 @@
                              [--stream-queries WORD ...]
 
 Batch queries are executed in full into Spark's `noop` sink; the best of `--repeat` runs counts.
-Streaming queries (bench_streaming.py) run against Spark's own streaming windows, both sinks.
+Streaming queries (bench_streaming.py) run against Spark's own streaming windows, both sinks;
+then the state after 1x and 10x input, and the latency at 10K rows/s (bench_latency.py).
 Data is written once as Parquet under .cache/bench so every query scans the same files.
 """
 
@@ -24,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import sql_ext
 from sql_ext.udaf import reduce_windows
 
-import bench_streaming  # noqa: E402 - beside this script
+import bench_latency  # noqa: E402 - beside this script
+import bench_streaming  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -210,6 +212,9 @@ def main() -> int:
         bench_streaming.benchmark(spark, sizes, args.stream_parts, args.keys, args.stream_cuts,
                                   args.stream_queries)
         bench_streaming.closing_state(spark, min(sizes), args.stream_parts)
+        bench_streaming.state_growth(spark, max(sizes), args.stream_parts, args.keys,
+                                     args.stream_queries)
+        bench_latency.benchmark(spark)
     spark.stop()
     return 0
 

@@ -147,6 +147,36 @@ def benchmark(spark, sizes: list[int], parts: int, keys: int, cuts: list[str],
         shutil.rmtree(work, ignore_errors=True)
 
 
+def state_size(query) -> tuple[int, int]:
+    """(state rows, state bytes on disk) after the last micro-batch of a finished query."""
+    last = next((p for p in reversed(query.recentProgress) if p.get("stateOperators")), None)
+    operators = (last or {}).get("stateOperators", [])
+    return (sum(op.get("numRowsTotal", 0) for op in operators),
+            sum(op.get("customMetrics", {}).get("rocksdbSstFileSize", 0) for op in operators))
+
+
+def state_growth(spark, rows: int, parts: int, keys: int, only: list[str] | None) -> None:
+    """State of every family after 1x and 10x the input (same keys, same event-time rate: the
+    bench rows have one tuple per key per second), one append per micro-batch, noop sink."""
+    print(f"State after 1x ({rows // 10:,} rows) and 10x ({rows:,} rows) input, {keys:,} keys, "
+          f"{parts} appends (target: 10x within 1.2x of 1x)")
+    print(f"  {'query':<38}{'rows 1x':>9}{'rows 10x':>10}{'SST KB 1x':>11}{'SST KB 10x':>12}"
+          f"{'rows 10x/1x':>13}")
+    sizes = {}
+    for size in (rows // 10, rows):
+        work, path = source(spark, size, parts)
+        for name, (clause, column, _) in queries(size, parts, keys).items():
+            if only and not any(word.lower() in name.lower() for word in only):
+                continue
+            sizes[name, size] = state_size(
+                ours(spark, path, "per-append", work, "noop", clause, column))
+        shutil.rmtree(work, ignore_errors=True)
+    for name in dict.fromkeys(name for name, _ in sizes):
+        (rows_1, bytes_1), (rows_10, bytes_10) = sizes[name, rows // 10], sizes[name, rows]
+        print(f"  {name:<38}{rows_1:>9,}{rows_10:>10,}{bytes_1 / 1024:>11,.0f}"
+              f"{bytes_10 / 1024:>12,.0f}{rows_10 / max(rows_1, 1):>13.2f}", flush=True)
+
+
 def closing_state(spark, rows: int, parts: int) -> None:
     """TIME_INTERVAL state once one tuple an hour later moves the watermark past every pane."""
     from sql_ext.streaming import create_streaming_table

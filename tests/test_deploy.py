@@ -111,22 +111,10 @@ def test_wheel_runs_outside_the_checkout(tmp_path):
                              env=env, cwd=elsewhere, check=True).stdout
     assert printed.startswith("--jars ") and str(tmp_path / "venv") in printed
 
-    port = _free_port()
-    with open(tmp_path / "server.log", "w") as log:
-        server = subprocess.Popen([str(bin_dir / "sql-ext"), "thriftserver", "--port", str(port)],
-                                  stdout=log, stderr=subprocess.STDOUT, env=env, cwd=elsewhere,
-                                  start_new_session=True)
-    try:
-        wait_for_port("127.0.0.1", port, timeout=180)
-        with hive.connect(host="127.0.0.1", port=port) as conn:
-            cursor = conn.cursor()
-            # The examples' table, through the catalog the server shares with run-examples.
-            cursor.execute("SELECT COUNT(*) AS n, SUM(total) AS total FROM seed_punct_per_file "
-                           "WINDOW TUMBLING COUNT(3) OVER (ORDER BY window)")
-            assert cursor.fetchall() == [(3, 23.5)]
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=60)
+    # The examples' table, through the catalog the server shares with run-examples.
+    assert served_rows([str(bin_dir / "sql-ext"), "thriftserver"], env, elsewhere,
+                       "SELECT COUNT(*) AS n, SUM(total) AS total FROM seed_punct_per_file "
+                       "WINDOW TUMBLING COUNT(3) OVER (ORDER BY window)") == [(3, 23.5)]
 
 
 class StandaloneCluster:
@@ -216,30 +204,38 @@ def test_standalone_cluster_and_spark_submit(tmp_path, worker_python):
     assert served == [(str(k), w, n, total, total) for k, w, n, total, _ in expected_windows()]
 
 
-def query_thrift_server_on(cluster: StandaloneCluster, folder: Path, env: dict) -> list:
-    """`sql-ext thriftserver --master <cluster> --udafs ...`: a windowed query with a UDAF of
-    the --udafs module (which the executors cannot import) over JDBC."""
+def served_rows(command: list, env: dict, cwd: Path, *statements: str) -> list:
+    """Starts the Thrift server `command` on a free port, runs `statements` through PyHive and
+    stops it: the last statement's rows, sorted."""
     port = _free_port()
-    env = dict(env, PYTHONPATH=str(Path(__file__).resolve().parent))  # tests/udafs, driver only
-    with open(folder / "server.log", "w") as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "sql_ext.cli", "thriftserver", "--port", str(port),
-             "--master", cluster.url, "--warehouse", str(folder / "server_warehouse"),
-             "--udafs", "udafs.team_aggregates"],
-            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=folder, start_new_session=True)
+    with open(cwd / "server.log", "w") as log:
+        server = subprocess.Popen([*command, "--port", str(port)], stdout=log,
+                                  stderr=subprocess.STDOUT, env=env, cwd=cwd,
+                                  start_new_session=True)
     try:
         wait_for_port("127.0.0.1", port, timeout=180)
         with hive.connect(host="127.0.0.1", port=port) as conn:
             cursor = conn.cursor()
-            cursor.execute("CREATE TABLE numbers USING DELTA AS SELECT CAST(id % 3 AS STRING) AS k,"
-                           " CAST(id AS DOUBLE) AS v FROM range(120)")
-            cursor.execute("SELECT k, WINDOW_ID() AS w, COUNT(*) AS n, SUM(v) AS total, "
-                           "team_total(v) AS py FROM numbers "
-                           "WINDOW TUMBLING COUNT(4) OVER (PARTITION BY k ORDER BY v)")
+            for statement in statements:
+                cursor.execute(statement)
             return sorted(cursor.fetchall())
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)
+
+
+def query_thrift_server_on(cluster: StandaloneCluster, folder: Path, env: dict) -> list:
+    """`sql-ext thriftserver --master <cluster> --udafs ...`: a windowed query with a UDAF of
+    the --udafs module (which the executors cannot import) over JDBC."""
+    env = dict(env, PYTHONPATH=str(Path(__file__).resolve().parent))  # tests/udafs, driver only
+    return served_rows(
+        [sys.executable, "-m", "sql_ext.cli", "thriftserver", "--master", cluster.url,
+         "--warehouse", str(folder / "server_warehouse"), "--udafs", "udafs.team_aggregates"],
+        env, folder,
+        "CREATE TABLE numbers USING DELTA AS SELECT CAST(id % 3 AS STRING) AS k, "
+        "CAST(id AS DOUBLE) AS v FROM range(120)",
+        "SELECT k, WINDOW_ID() AS w, COUNT(*) AS n, SUM(v) AS total, team_total(v) AS py "
+        "FROM numbers WINDOW TUMBLING COUNT(4) OVER (PARTITION BY k ORDER BY v)")
 
 
 def test_a_driver_that_cannot_take_jars_gets_the_submit_arguments(spark):

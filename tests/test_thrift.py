@@ -57,6 +57,7 @@ def test_pyhive_runs_windowed_sql(server):
 
 
 def test_bad_window_is_a_clear_error_and_server_survives(server):
+    test_pyhive_runs_windowed_sql(server)  # the table (xdist may run this test alone)
     with hive.connect(host="127.0.0.1", port=server) as conn:
         cursor = conn.cursor()
         with pytest.raises(Exception, match=r"COUNT\(0\): the count must be at least 1"):
