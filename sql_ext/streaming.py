@@ -23,7 +23,8 @@ import time
 import uuid
 from urllib.parse import urlparse
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from sql_ext import bridge
 from sql_ext import stream_catalog as catalog
@@ -225,11 +226,13 @@ def _start(spark: SparkSession, entry: Entry, plan: StreamPlan,
         batch.createOrReplaceTempView(plan.firings_view)
         # Computed once, always: the window state of the batch commits only when all of its
         # partitions run, also when Delta skips the MERGE of a batch replayed after a restart.
-        rows = batch.sparkSession.sql(plan.outer_sql).localCheckpoint(eager=True)
-        # One small job over the computed rows: how many, and whether any re-fires a pane.
-        written, upsert = rows.selectExpr(
-            "COUNT(*)",
-            f"COALESCE(MAX({INDEX_COLUMN}), 0) > 0" if plan.refires else "FALSE").first()
+        # The same job observes how many rows there are and whether any re-fires a pane.
+        figures = Observation()
+        rows = batch.sparkSession.sql(plan.outer_sql).observe(
+            figures, F.count(F.lit(1)).alias("written"),
+            (F.coalesce(F.max(INDEX_COLUMN), F.lit(0)) > 0 if plan.refires else F.lit(False))
+            .alias("upsert")).localCheckpoint(eager=True)
+        written, upsert = figures.get["written"], figures.get["upsert"]
         sink.write(rows.drop(INDEX_COLUMN) if plan.refires else rows, batch_id, upsert, written)
         _written(run, batch_id, written)
         fault_point(batch_id)

@@ -12,9 +12,9 @@ import scala.collection.mutable.ArrayBuffer
 /**
  * A TUMBLING or SLIDING window whose events act across partitions, run as ONE state machine
  * over all partitions (one grouping key), as the batch engine replays it globally:
- *  - PUNCT(expr): a marker row flushes every partition; PUNCT(): the end of each input file
- *    does (Spark reads a file whole within one micro-batch, so a file ends where the next
- *    begins and at the end of its micro-batch);
+ *  - PUNCT(expr): a marker row flushes every partition (PUNCT() with PARTITION EVICTION
+ *    COUNT or TUPLES: the end of each input file does; Spark reads a file whole within one
+ *    micro-batch, so a file ends where the next begins and at the end of its micro-batch);
  *  - PARTITION EVICTION COUNT(n) and TUPLES(n): victims are the least recently inserted-into
  *    partitions of the whole window (semantics.md section 5).
  * Tuples go in in arrival order ([[MicroBatchOrder]]). TIME policies tick by the wall clock,

@@ -67,9 +67,12 @@ final case class WindowSpec(
     policies.contains(Policy.MarkerPunct) || partitionEvictionPolicy.nonEmpty || isPanes
 
   /** Streaming runs one state machine for the whole window when its events act across
-   *  partitions: punctuations, and PARTITION EVICTION COUNT and TUPLES (AGE is per partition). */
+   *  partitions: marker punctuations, and PARTITION EVICTION COUNT and TUPLES (AGE is per
+   *  partition). PUNCT() is per partition, as batch replays it: arrival order puts a file's
+   *  tuples together ([[io.sqlext.execution.ArrivalOrder]]), so the end of a file flushes a
+   *  partition right after that partition's last tuple of the file. */
   @transient lazy val actsAcrossPartitions: Boolean =
-    policies.exists(p => p == Policy.FilePunct || p == Policy.MarkerPunct) ||
+    policies.contains(Policy.MarkerPunct) ||
       partitionEvictionPolicy.exists(!_.isInstanceOf[PartitionEvictionPolicy.Age])
 
   /** TIME_INTERVAL without a watermark: all input is present, a pure row-to-panes expansion. */
