@@ -2,7 +2,7 @@
 
     bash python/dev.sh bench [--rows 10000000] [--keys 1000] [--only NAME ...]
                              [--stream-sizes 2000000 10000000] [--stream-cuts per-append backlog]
-                             [--stream-queries WORD ...]
+                             [--stream-queries WORD ...] [--stream-repeat 2]
 
 Batch queries are executed in full into Spark's `noop` sink; the best of `--repeat` runs counts.
 Streaming queries (bench_streaming.py) run against Spark's own streaming windows, both sinks;
@@ -149,6 +149,8 @@ def main() -> int:
     parser.add_argument("--stream-parts", type=int, default=12, help="appends of the source")
     parser.add_argument("--stream-cuts", nargs="+", default=["per-append", "backlog"],
                         choices=["per-append", "backlog"])
+    parser.add_argument("--stream-repeat", type=int, default=2,
+                        help="runs of each streaming query and sink; the best counts")
     parser.add_argument("--stream-queries", nargs="*", default=None,
                         help="words of the streaming queries to run (e.g. TIME_INTERVAL SLIDING)")
     args = parser.parse_args()
@@ -210,7 +212,7 @@ def main() -> int:
     if "streaming" in wanted:
         sizes = [min(size, args.rows) for size in args.stream_sizes]
         bench_streaming.benchmark(spark, sizes, args.stream_parts, args.keys, args.stream_cuts,
-                                  args.stream_queries)
+                                  args.stream_queries, args.stream_repeat)
         bench_streaming.closing_state(spark, min(sizes), args.stream_parts)
         bench_streaming.state_growth(spark, max(sizes), args.stream_parts, args.keys,
                                      args.stream_queries)

@@ -112,14 +112,18 @@ def timed(action) -> float:
 
 
 def benchmark(spark, sizes: list[int], parts: int, keys: int, cuts: list[str],
-              only: list[str] | None) -> None:
-    """Prints, per size and cut, rows/s of each query on both sides and both sinks."""
+              only: list[str] | None, repeat: int = 1) -> None:
+    """Prints, per size and cut, rows/s of each query on both sides and both sinks (the best
+    of `repeat` runs each)."""
     for rows in sizes:
         work, path = source(spark, rows, parts)
         chosen = {name: q for name, q in queries(rows, parts, keys).items()
                   if not only or any(word.lower() in name.lower() for word in only)}
-        # A warm-up: the first streaming query of a process pays for class loading.
+        # A warm-up of both sides: the first streaming query of a process pays for class
+        # loading, and a backlog run (a few seconds) for compiling its hot code.
         native(spark, path, "backlog", work, "noop", ("100 seconds",))
+        clause, column, _ = queries(rows, parts, keys)["TUMBLING COUNT(100)"]
+        ours(spark, path, "backlog", work, "noop", clause, column)
         for cut in cuts:
             print(f"Streaming, {rows:,} rows, {keys:,} keys, {parts} appends, {cut} "
                   f"({'one micro-batch per append' if cut == 'per-append' else 'all appends in one micro-batch'}); rows/s")
@@ -130,11 +134,13 @@ def benchmark(spark, sizes: list[int], parts: int, keys: int, cuts: list[str],
                 for side, sink in [("spark", "noop"), ("ours", "noop"), ("spark", "delta"),
                                    ("ours", "delta")]:
                     if side == "spark":
-                        seconds[side, sink] = timed(
+                        seconds[side, sink] = min(timed(
                             lambda: native(spark, path, cut, work, sink, window))
+                            for _ in range(repeat))
                     else:
-                        seconds[side, sink] = timed(
+                        seconds[side, sink] = min(timed(
                             lambda: ours(spark, path, cut, work, sink, clause, column))
+                            for _ in range(repeat))
                         curve = state_rows(spark)
                 rate = {key: rows / value for key, value in seconds.items()}
                 print(f"  {name:<38}{rate['spark', 'noop']:>11,.0f}{rate['spark', 'delta']:>12,.0f}"

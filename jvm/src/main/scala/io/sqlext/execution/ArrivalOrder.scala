@@ -3,7 +3,7 @@ package io.sqlext.execution
 import io.sqlext.window.WindowSpec
 import org.apache.spark.sql.Row
 import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, SortOrder}
-import org.apache.spark.sql.types.{DataType, StructType}
+import org.apache.spark.sql.types.{DataType, LongType, StructType}
 
 /**
  * The arrival order of a window's tuples (spec/sql.md section 2), the one rule batch replay and
@@ -26,20 +26,31 @@ object ArrivalOrder {
     keys(spec, attr(_).isDefined).map(key => SortOrder(attr(key).get, Ascending))
   }
 
-  /** Streaming: the same order over the Rows of `schema`. */
+  /** Streaming: the same order over the Rows of `schema`. A hot path (every tuple of a
+   *  micro-batch): long keys (the arrival and file ranks, most ORDER BY columns) compare
+   *  unboxed, and the keys are walked without allocating. */
   def rowOrdering(spec: WindowSpec, schema: StructType): Ordering[Row] = {
-    val compares = keys(spec, schema.fieldNames.contains).map { key =>
+    val compares: Array[(Row, Row) => Int] = keys(spec, schema.fieldNames.contains).map { key =>
       val i = schema.fieldIndex(key)
-      val values = compareValues(schema(i).dataType)
-      (a: Row, b: Row) => values(a.get(i), b.get(i))
-    }
+      schema(i).dataType match {
+        case LongType => (a: Row, b: Row) =>
+          if (a.isNullAt(i) || b.isNullAt(i)) nullsFirst(a.isNullAt(i), b.isNullAt(i))
+          else java.lang.Long.compare(a.getLong(i), b.getLong(i))
+        case other =>
+          val values = compareValues(other)
+          (a: Row, b: Row) => values(a.get(i), b.get(i))
+      }
+    }.toArray
     (a: Row, b: Row) => {
       var result = 0
-      val it = compares.iterator
-      while (result == 0 && it.hasNext) result = it.next()(a, b)
+      var k = 0
+      while (result == 0 && k < compares.length) { result = compares(k)(a, b); k += 1 }
       result
     }
   }
+
+  private def nullsFirst(aNull: Boolean, bNull: Boolean): Int =
+    if (aNull) { if (bNull) 0 else -1 } else 1
 
   /** Ascending, NULL first (Spark's default), over the external values of `dataType`. */
   def compareValues(dataType: DataType): (Any, Any) => Int = {

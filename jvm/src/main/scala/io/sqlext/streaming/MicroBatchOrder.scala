@@ -32,7 +32,8 @@ final class MicroBatchOrder(spec: WindowSpec, input: StructType, counters: Strea
   /** `rows` in arrival order; counts the rows below the highest ORDER BY value of earlier
    *  micro-batches and keeps the new highest. */
   def sorted(rows: Iterator[Row]): Array[Row] = {
-    val batch = rows.toArray.sorted(ordering)
+    val batch = rows.toArray
+    java.util.Arrays.sort(batch, ordering) // stable, in place; linear on rows already in order
     if (orderIndex < 0 || batch.isEmpty) return batch
     val values = batch.iterator.map(_.get(orderIndex)).filter(_ != null).toArray
     val before = if (high.exists()) high.get().get(0) else null
