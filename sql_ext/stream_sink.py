@@ -28,18 +28,24 @@ def create_table(spark: SparkSession, name: str, schema: StructType, location: s
     partitioned by `partitioned_by`, with table `properties`). A location that already holds a
     Delta table is that table: registered as it is (the catalog may be new), or emptied first
     when `replace`."""
-    empty = spark.createDataFrame([], schema)
     if location and DeltaTable.isDeltaTable(spark, location):
         if replace:
-            empty.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
-                .partitionBy(*partitioned_by).save(location)
+            spark.createDataFrame([], schema).write.format("delta").mode("overwrite") \
+                .option("overwriteSchema", "true").partitionBy(*partitioned_by).save(location)
         spark.catalog.createTable(name, path=location, source="delta")
-    else:
-        writer = empty.write.format("delta").partitionBy(*partitioned_by)
-        if location:
-            writer = writer.option("path", location)
-        writer.saveAsTable(name)
-    set_properties(spark, name, properties or {})
+        set_properties(spark, name, properties or {})
+        return
+    # A new table: one DDL statement, one Delta commit of its metadata, no Spark job.
+    columns = spark._jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()).toDDL()
+    clauses = [f"CREATE TABLE {name} ({columns}) USING DELTA"]
+    if partitioned_by:
+        clauses.append(f"PARTITIONED BY ({', '.join(map(_quoted, partitioned_by))})")
+    if location:
+        clauses.append(f"LOCATION {_literal(location)}")
+    if properties:
+        clauses.append("TBLPROPERTIES (" + ", ".join(
+            f"{_literal(k)} = {_literal(v)}" for k, v in properties.items()) + ")")
+    spark.sql(" ".join(clauses))
 
 
 def set_properties(spark: SparkSession, name: str, properties: dict[str, str],

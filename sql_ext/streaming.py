@@ -232,7 +232,8 @@ def _start(spark: SparkSession, entry: Entry, plan: StreamPlan,
             figures, F.count(F.lit(1)).alias("written"),
             (F.coalesce(F.max(INDEX_COLUMN), F.lit(0)) > 0 if plan.refires else F.lit(False))
             .alias("upsert")).localCheckpoint(eager=True)
-        written, upsert = figures.get["written"], figures.get["upsert"]
+        observed = figures.get
+        written, upsert = observed["written"], observed["upsert"]
         sink.write(rows.drop(INDEX_COLUMN) if plan.refires else rows, batch_id, upsert, written)
         _written(run, batch_id, written)
         fault_point(batch_id)
