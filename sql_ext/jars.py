@@ -28,7 +28,8 @@ DELTA_ARTIFACTS = (
 )
 PACKAGE_DIR = Path(__file__).resolve().parent
 PROJECT_DIR = PACKAGE_DIR.parent
-EXTENSIONS = "io.sqlext.SqlExtExtensions,io.delta.sql.DeltaSparkSessionExtension"
+EXTENSION_CLASS = "io.sqlext.SqlExtExtensions"
+EXTENSIONS = f"{EXTENSION_CLASS},io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 # Streaming windows run under transformWithState, which needs the RocksDB state store.
 ROCKSDB_STATE_STORE = \

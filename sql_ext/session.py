@@ -11,7 +11,6 @@ from pyspark.sql import SparkSession
 
 from sql_ext import bridge, catalog, jars, udaf
 
-EXTENSION_CLASS = "io.sqlext.SqlExtExtensions"
 # spark-submit's class loader for the application's jars: it can take more at run time.
 ADDABLE_LOADERS = ("org.apache.spark.util.MutableURLClassLoader",
                    "org.apache.spark.util.ChildFirstURLClassLoader")
@@ -43,7 +42,7 @@ def _load_into_running_driver(jar_paths: list[str]) -> None:
 def add_jars(jvm, loader, jar_paths: list[str]) -> None:
     """Adds `jar_paths` to `loader` unless it loads the extension already; an error with the
     spark-submit arguments when it cannot take jars."""
-    if _loadable(jvm, loader, EXTENSION_CLASS):
+    if _loadable(jvm, loader, jars.EXTENSION_CLASS):
         return
     kind = loader.getClass().getName() if loader is not None else "none"
     if kind not in ADDABLE_LOADERS:
@@ -80,7 +79,7 @@ def configure(builder: SparkSession.Builder) -> SparkSession:
         .config("spark.sql.streaming.stateStore.providerClass", jars.ROCKSDB_STATE_STORE)
         .getOrCreate()
     )
-    if EXTENSION_CLASS not in (spark.conf.get("spark.sql.extensions", "") or ""):
+    if jars.EXTENSION_CLASS not in (spark.conf.get("spark.sql.extensions", "") or ""):
         raise RuntimeError(
             "sql_ext.configure: a SparkSession without sql-ext already runs in this process and "
             "getOrCreate returned it; stop it (spark.stop()) before calling configure")

@@ -43,8 +43,7 @@ def create_table(spark: SparkSession, name: str, schema: StructType, location: s
     if location:
         clauses.append(f"LOCATION {_literal(location)}")
     if properties:
-        clauses.append("TBLPROPERTIES (" + ", ".join(
-            f"{_literal(k)} = {_literal(v)}" for k, v in properties.items()) + ")")
+        clauses.append(f"TBLPROPERTIES ({_property_pairs(properties)})")
     spark.sql(" ".join(clauses))
 
 
@@ -55,12 +54,16 @@ def set_properties(spark: SparkSession, name: str, properties: dict[str, str],
     previous = previous or {}
     changed = {k: v for k, v in properties.items() if previous.get(k) != v}
     if changed:
-        pairs = ", ".join(f"{_literal(k)} = {_literal(v)}" for k, v in changed.items())
-        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({pairs})")
+        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({_property_pairs(changed)})")
     gone = [k for k in previous if k not in properties]
     if gone:
         spark.sql(f"ALTER TABLE {name} UNSET TBLPROPERTIES IF EXISTS "
                   f"({', '.join(map(_literal, gone))})")
+
+
+def _property_pairs(properties: dict[str, str]) -> str:
+    """'k' = 'v', ... of a TBLPROPERTIES clause."""
+    return ", ".join(f"{_literal(k)} = {_literal(v)}" for k, v in properties.items())
 
 
 def _literal(text: str) -> str:

@@ -35,7 +35,6 @@ class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema:
 
   private val order = new MicroBatchOrder(spec, input, counters)
   private val markerIndex = input.fieldNames.indexOf(WindowSpec.PunctColumn)
-  private val fileIndex = input.fieldNames.indexOf(WindowSpec.FileColumn)
   private val valueColumns = Seq(WindowSpec.DeltaColumn, WindowSpec.TriggerDeltaColumn)
     .map(c => input.fieldNames.indexOf(c)).filter(_ >= 0)
   private val tickPeriod = spec.tickPeriod
@@ -62,16 +61,13 @@ class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema:
     val out = ArrayBuffer.empty[Row]
     val emit = emitter(out)
     if (spec.timeBased) window.advanceClock(now)(emit)
-    var file: Any = null
+    val files = new FileEnds(input)
     var skipped = 0L
     order.sorted(rows).foreach { row =>
       if (markerIndex >= 0 && row.getBoolean(markerIndex)) window.punctuate(now)(emit)
       else if (valueColumns.exists(row.isNullAt)) skipped += 1
       else {
-        if (fileIndex >= 0) {
-          if (file != null && row.get(fileIndex) != file) window.punctuate(now)(emit)
-          file = row.get(fileIndex)
-        }
+        if (files.endsBefore(row)) window.punctuate(now)(emit)
         val k = keyOf(row)
         if (keys.add(k) && numbers.containsKey(k)) {
           window.restore(k, PartitionState(IndexedSeq.empty, numbers.getValue(k)))
@@ -79,7 +75,7 @@ class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema:
         window.insert(k, row, now)(emit)
       }
     }
-    if (file != null) window.punctuate(now)(emit) // the batch's last file ended
+    if (files.endsAtLast) window.punctuate(now)(emit)
     WindowProcessor.notWindowed(spec, skipped).foreach(logWarning(_))
     save(window, keys)
     out.iterator

@@ -33,8 +33,6 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
   private val emitter = WindowProcessor.emitterFor(spec, input, metaNames)
   private val valueColumns = Seq(WindowSpec.DeltaColumn, WindowSpec.TriggerDeltaColumn)
     .map(c => input.fieldNames.indexOf(c)).filter(_ >= 0)
-  /** PUNCT(): the end of each input file punctuates ([[WindowSpec.actsAcrossPartitions]]). */
-  private val fileIndex = input.fieldNames.indexOf(WindowSpec.FileColumn)
   private val tickPeriod: Long = spec.tickPeriod
   /** PARTITION EVICTION AGE(s): a partition not inserted into for more than s seconds goes,
    *  in the batch engine's whole seconds (the rule's one home, [[WindowSpec]]). */
@@ -57,20 +55,16 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
     if (spec.timeBased) window.advanceClock(now)(emit)
     var skipped = 0L
     var inserted = false
-    var file: Any = null
+    val files = new FileEnds(input)
     order.sorted(rows).foreach { row =>
       if (valueColumns.exists(row.isNullAt)) skipped += 1
       else {
-        if (fileIndex >= 0) {
-          if (file != null && row.get(fileIndex) != file) window.punctuate(now)(emit)
-          file = row.get(fileIndex)
-        }
+        if (files.endsBefore(row)) window.punctuate(now)(emit)
         window.insert(key, row, now)(emit)
         inserted = true
       }
     }
-    // PUNCT(): the micro-batch's last file ended (Spark reads a file whole in one micro-batch).
-    if (file != null) window.punctuate(now)(emit)
+    if (files.endsAtLast) window.punctuate(now)(emit)
     WindowProcessor.notWindowed(spec, skipped).foreach(logWarning(_))
     save(key, window, if (inserted) nowMs else touched)
     if (inserted && ageLimitMs >= 0) getHandle.registerTimer(nowMs + ageLimitMs + 1)

@@ -1,0 +1,26 @@
+package io.sqlext.streaming
+
+import io.sqlext.window.WindowSpec
+import org.apache.spark.sql.Row
+import org.apache.spark.sql.types.StructType
+
+/**
+ * PUNCT(): the end of each input file punctuates. Spark reads a file whole within one
+ * micro-batch, so over a micro-batch's tuples in arrival order a file ends where the next
+ * begins, and the last one at the end of the micro-batch. One per micro-batch; a no-op for
+ * windows without PUNCT().
+ */
+final class FileEnds(input: StructType) {
+  private val fileIndex = input.fieldNames.indexOf(WindowSpec.FileColumn)
+  private var file: Any = null
+
+  /** Before `row` goes in: whether a file ended just before it. */
+  def endsBefore(row: Row): Boolean = fileIndex >= 0 && {
+    val previous = file
+    file = row.get(fileIndex)
+    previous != null && file != previous
+  }
+
+  /** After the micro-batch's last tuple: whether a file was open (it ends now). */
+  def endsAtLast: Boolean = file != null
+}
