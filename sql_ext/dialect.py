@@ -2,8 +2,9 @@
 
     WINDOW TUMBLING <policy> | SLIDING <policy> TRIGGER <policy>
          | TIME_INTERVAL(<args>) ON <expr>
-    [OVER (PARTITION BY ... ORDER BY ...)] [WATERMARK DELAY d | WATERMARK BY expr]
-    [PARTITION EVICTION AGE(s) | COUNT(n) | TUPLES(n)] [EMIT INCOMPLETE] [EMIT EVICTED]
+    [OVER (PARTITION BY ... ORDER BY ...)] [WATERMARK DELAY d [IDLE t] | WATERMARK BY expr]
+    [LATE ROWS INTO <table>] [PARTITION EVICTION AGE(s) | COUNT(n) | TUPLES(n)]
+    [EMIT INCOMPLETE] [EMIT EVICTED] [EMIT FINAL | EMIT EARLY EVERY d]
 
 and the streaming statements of spec/sql.md section 5:
 
@@ -57,8 +58,11 @@ class SplWindow(exp.Expression):
         "partition_by": False,
         "order_by": False,
         "watermark": False,  # SplPolicy DELAY(d) or BY(expr)
+        "idle": False,  # WATERMARK DELAY d IDLE <duration>
+        "late_rows": False,  # LATE ROWS INTO <table> (exp.Table)
         "eviction": False,  # SplPolicy AGE(s) | COUNT(n) | TUPLES(n)
-        "emit": False,  # list of exp.Var: INCOMPLETE, EVICTED
+        "emit": False,  # list of exp.Var: INCOMPLETE, EVICTED, FINAL, EARLY
+        "early_every": False,  # EMIT EARLY EVERY <duration>
     }
 
     @property
@@ -245,14 +249,24 @@ class SqlExtParser(SparkParser):
         if self._match_text_seq("WATERMARK"):
             token = self._prev
             if self._match_text_seq("DELAY"):
-                mode, arg = "DELAY", self._required(self._parse_assignment(),
+                mode, arg = "DELAY", self._required(self._parse_term(),
                                                     "WATERMARK DELAY <duration>")
+                if self._match_text_seq("IDLE"):
+                    idle = self._curr or self._prev
+                    window.set("idle", mark_position(self._required(
+                        self._parse_term(), "WATERMARK DELAY d IDLE <duration>"), idle))
             elif self._match_text_seq("BY"):
                 mode, arg = "BY", self._required(self._parse_assignment(),
                                                  "WATERMARK BY <expression>")
             else:
                 raise error_at(self._curr or token, "WATERMARK must be followed by DELAY or BY")
             window.set("watermark", mark_position(SplPolicy(this=mode, expressions=[arg]), token))
+        if self._match_text_seq("LATE"):
+            token = self._prev
+            if not self._match_text_seq("ROWS", "INTO"):
+                raise error_at(self._curr or token, "LATE must be followed by ROWS INTO <table>")
+            window.set("late_rows", mark_position(self._required(
+                self._parse_table_parts(), "LATE ROWS INTO <table>"), token))
         if self._match(TokenType.PARTITION):
             token = self._prev
             if not self._match_text_seq("EVICTION"):
@@ -261,10 +275,17 @@ class SqlExtParser(SparkParser):
         emits = []
         while self._match_text_seq("EMIT"):
             token = self._curr
-            if not self._match_texts(("INCOMPLETE", "EVICTED")):
-                raise error_at(token or self._prev,
-                               "EMIT must be followed by INCOMPLETE or EVICTED")
+            if not self._match_texts(("INCOMPLETE", "EVICTED", "FINAL", "EARLY")):
+                raise error_at(token or self._prev, "EMIT must be followed by INCOMPLETE, "
+                                                    "EVICTED, FINAL or EARLY EVERY <duration>")
             emits.append(mark_position(exp.var(self._prev.text.upper()), self._prev))
+            if emits[-1].name == "EARLY":
+                if not self._match_text_seq("EVERY"):
+                    raise error_at(self._curr or self._prev,
+                                   "EMIT EARLY must be followed by EVERY <duration>")
+                every = self._curr or self._prev
+                window.set("early_every", mark_position(self._required(
+                    self._parse_term(), "EMIT EARLY EVERY <duration>"), every))
         if emits:
             window.set("emit", emits)
         return window

@@ -112,6 +112,8 @@ def _check_supported(window: exp.Expression, model: WindowModel, select: exp.Sel
         emit = window.args["emit"][model.emit.index("INCOMPLETE")]
         raise error_at_node(emit, "EMIT INCOMPLETE applies to SLIDING windows (a TUMBLING "
                                   "window only fires when it is full)")
+    if model.idle:
+        raise error_at_node(window.args["idle"], "WATERMARK ... IDLE is not supported yet")
     if "EVICTED" in model.emit and model.eviction is None:
         emit = window.args["emit"][model.emit.index("EVICTED")]
         raise error_at_node(emit, "EMIT EVICTED needs PARTITION EVICTION")
@@ -130,12 +132,14 @@ def _helper_columns(model: WindowModel, select: exp.Select,
     if model.order_by is not None:
         helpers.append((model.order_by.copy(), "__sx_order"))
     watermark = model.watermark
-    if model.kind != "TIME_INTERVAL" \
+    early_batch = model.emit_panes == "early" and not streaming
+    if model.kind != "TIME_INTERVAL" or early_batch \
             or (watermark is not None and (not streaming or watermark.name == "BY")):
         # The source's order (commit order for Delta, admission order for files), batch and
         # streaming alike: the arrival order without ORDER BY, the tie-breaker with it. Panes
         # without a replayed watermark (and streaming panes under WATERMARK DELAY, one
-        # watermark per micro-batch) do not depend on it.
+        # watermark per micro-batch) do not depend on it; early firings in batch replay do
+        # (their clock is the highest event time so far).
         helpers.append((exp.func("sql_ext_arrival"), "__sx_seq"))
     if model.kind == "TIME_INTERVAL":
         helpers.append((model.event_time.copy(), "__sx_etime"))
@@ -184,6 +188,9 @@ def _pane_spec(model: WindowModel, meta: list[str]) -> dict:
         "offset": interval.offset,
         "watermark": watermark.name.lower() if watermark is not None else "",
         "watermark_delay": delay,
+        "emit_panes": model.emit_panes,
+        "early_every": model.early_every,
+        "late_rows": model.late_rows.sql(dialect="spark") if model.late_rows else "",
     }
 
 
@@ -280,8 +287,10 @@ def lower_parts(select: exp.Select, streaming: bool = False) -> LoweredWindow:
         inner = inner.select(exp.alias_(expression, name), copy=False)
 
     partition_columns = {p: f"__sx_p{i}" for i, p in enumerate(model.partition_by)}
-    # With a watermark a pane fires again after late tuples: its firings differ by PANE_INDEX.
-    replayed = model.kind == "TIME_INTERVAL" and model.watermark is not None
+    # With a watermark a pane fires again after late tuples, and with EMIT EARLY before it
+    # completes: its firings differ by PANE_INDEX. EMIT FINAL fires each pane once.
+    replayed = model.kind == "TIME_INTERVAL" and model.emit_panes != "final" \
+        and (model.watermark is not None or model.emit_panes == "early")
     meta: list[str] = ["pane_index"] if replayed else []
 
     def substitute(node: exp.Expression) -> exp.Expression:

@@ -25,6 +25,7 @@ log = logging.getLogger("sql_ext")
 # keys, the GROUP BY keys and the pane (PANE_START(), PANE_END() or WINDOW_ID()); documented.
 KEY_COLUMN = "_pane_key"
 INDEX_COLUMN = "_sx_index"  # never written: tells a re-firing micro-batch from a first one
+LATE_COLUMN = "__sx_late"  # LATE ROWS INTO: a late row, beside the firings (JVM LateRows)
 PANE_COLUMNS = ("__sx_pstart", "__sx_pend", "__sx_wid")
 
 
@@ -224,6 +225,11 @@ class StreamPlan:
     refires: bool  # late tuples re-fire panes: their rows replace earlier ones (a MERGE)
     merge_on: list[str]  # the columns that identify a row, when `refires`
     state_shape: dict  # what the checkpoint's window state depends on (see STATE_FIELDS)
+    late_rows: str = ""  # LATE ROWS INTO: the table; its rows come in the column LATE_COLUMN
+
+    def late_schema(self):
+        """The LATE ROWS INTO table's columns."""
+        return self.firings.schema[LATE_COLUMN].dataType
 
 
 # The parts of a window spec that shape its state in the checkpoint: the window family and
@@ -231,7 +237,8 @@ class StreamPlan:
 # partial aggregates kept. Counts, deltas, periods of SLIDING/TUMBLING policies, the discard
 # age and the watermark delay may change under a running checkpoint; these may not.
 STATE_FIELDS = ("kind", "policy", "trigger", "partition_columns", "ordered",
-                "partition_eviction", "duration", "period", "offset", "watermark", "aggregates")
+                "partition_eviction", "duration", "period", "offset", "watermark", "aggregates",
+                "emit_panes")
 
 
 def plan_stream(spark: SparkSession, name: str, query: str, trigger: str | float,
@@ -246,7 +253,10 @@ def plan_stream(spark: SparkSession, name: str, query: str, trigger: str | float
     source_stream(spark, stream_source(select)).createOrReplaceTempView(source_view)
     lowered.inner.set("from_", exp.From(this=exp.to_table(source_view)))
     aggregate_inputs(lowered)
-    tuples = spark.sql(_only_read_columns(lowered).sql(dialect="spark"))
+    late_rows = lowered.spec.get("late_rows", "")
+    # A late row holds every source column, so LATE ROWS INTO reads them all.
+    tuples = spark.sql((lowered.inner if late_rows else _only_read_columns(lowered))
+                       .sql(dialect="spark"))
     # WATERMARK BY replays every tuple through one state machine, whose firings hand on tuples.
     markers = lowered.spec.get("watermark") == "by"
     partials = None if markers else partial_aggregates(
@@ -263,7 +273,13 @@ def plan_stream(spark: SparkSession, name: str, query: str, trigger: str | float
         outer = outer.select(exp.alias_(exp.column("__sx_pidx"), INDEX_COLUMN), copy=False)
     shape = {field: lowered.spec.get(field) for field in STATE_FIELDS}
     return StreamPlan(firings, firings_view, outer.sql(dialect="spark"), refires, merge_on,
-                      shape)
+                      shape, late_rows)
+
+
+def late_rows_table(query: str) -> str:
+    """The LATE ROWS INTO table of a streaming table's query, "" without one."""
+    late = windowed_select(query).args["sx_window"].args.get("late_rows")
+    return late.sql(dialect="spark") if late is not None else ""
 
 
 def carried_key(lowered: LoweredWindow) -> list[str] | None:
@@ -289,6 +305,9 @@ def carried_key(lowered: LoweredWindow) -> list[str] | None:
 
 def output_schema(spark: SparkSession, plan: StreamPlan):
     """The streaming table's columns: the aggregation over no firings."""
-    spark.createDataFrame([], plan.firings.schema).createOrReplaceTempView(plan.firings_view)
+    schema = plan.firings.schema
+    if plan.late_rows:
+        schema = type(schema)([f for f in schema.fields if f.name != LATE_COLUMN])
+    spark.createDataFrame([], schema).createOrReplaceTempView(plan.firings_view)
     rows = spark.sql(plan.outer_sql)
     return (rows.drop(INDEX_COLUMN) if plan.refires else rows).schema

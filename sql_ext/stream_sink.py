@@ -19,6 +19,7 @@ from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from sql_ext import bridge
+from sql_ext.errors import WindowSqlError
 
 
 def create_table(spark: SparkSession, name: str, schema: StructType, location: str | None,
@@ -132,16 +133,55 @@ class DeltaSink:
             session.conf.unset("spark.databricks.delta.write.txnVersion")
 
 
+def create_late_table(spark: SparkSession, name: str, schema: StructType,
+                      replace: bool) -> None:
+    """The LATE ROWS INTO table of a new streaming table: created, or kept when it has these
+    columns (a stream replaced starts it over: emptied)."""
+    if spark.catalog.tableExists(name):
+        have = [(f.name, f.dataType.simpleString()) for f in spark.table(name).schema.fields]
+        want = [(f.name, f.dataType.simpleString()) for f in schema.fields]
+        if have != want:
+            raise WindowSqlError(f"LATE ROWS INTO {name}: the table exists with other columns "
+                                 f"({', '.join(' '.join(c) for c in have)}) than the late rows "
+                                 f"have ({', '.join(' '.join(c) for c in want)}); drop it or "
+                                 "choose another table")
+        if replace:
+            spark.sql(f"DELETE FROM {name}")
+        return
+    columns = spark._jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()).toDDL()
+    spark.sql(f"CREATE TABLE {name} ({columns}) USING DELTA")
+
+
+class LateRowsSink:
+    """LATE ROWS INTO of a streaming table: each micro-batch's late rows appended to the table
+    in one commit that records the batch (as DeltaSink's appends), so a batch replayed after a
+    restart adds them once."""
+
+    def __init__(self, location: str, app_id: str):
+        self.location = location
+        self.app_id = app_id
+
+    def write(self, rows: DataFrame, batch_id: int) -> None:
+        if rows.sparkSession.conf.get(BENCH_SINK, "delta") == "noop":
+            rows.write.format("noop").mode("overwrite").save()
+            return
+        if rows.count() == 0:  # from the cached micro-batch: no commit without late rows
+            return
+        bridge.delta_batch_append(rows.coalesce(1), self.location, self.app_id, batch_id)
+
+
 def _quoted(column: str) -> str:
     return "`" + column.replace("`", "``") + "`"
 
 
-def fault_point(batch_id: int) -> None:
+def fault_point(batch_id: int, stage: str = "written") -> None:
     """Test hook: with SQL_EXT_FAULT_PAUSE=<file>, the first batch whose write committed (from
     batch SQL_EXT_FAULT_BATCH on, default 0) writes its id to <file> and waits there to be
-    killed (before its offsets are committed)."""
+    killed (before its offsets are committed). SQL_EXT_FAULT_STAGE=firings stops a stream with
+    LATE ROWS INTO between the commit of its firings and that of its late rows instead."""
     marker = os.environ.get("SQL_EXT_FAULT_PAUSE")
     if marker and not os.path.exists(marker) \
+            and stage == os.environ.get("SQL_EXT_FAULT_STAGE", "written") \
             and batch_id >= int(os.environ.get("SQL_EXT_FAULT_BATCH", "0")):
         with open(marker, "w") as out:
             out.write(str(batch_id))

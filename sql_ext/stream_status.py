@@ -10,6 +10,7 @@ from pyspark.sql import SparkSession
 from sql_ext import bridge
 from sql_ext import stream_catalog as catalog
 from sql_ext.stream_catalog import Entry
+from sql_ext.stream_plan import late_rows_table
 from sql_ext.stream_runs import named_entry, now, runs, short_error
 
 STREAM_COLUMNS = ("name", "state", "trigger", "batch", "rows_in", "rows_out", "watermark",
@@ -75,4 +76,8 @@ def _status(spark: SparkSession, entry: Entry) -> dict:
         status["batch"] = committed[0]
         status["last_progress"] = datetime.datetime.fromtimestamp(
             committed[1] / 1000, datetime.timezone.utc).isoformat(timespec="seconds")
+    late_table = late_rows_table(definition.query)
+    if late_table and spark.catalog.tableExists(late_table):
+        # LATE ROWS INTO holds every late tuple of every run, exactly once: count those.
+        status["late_dropped"] = spark.table(late_table).count()
     return status

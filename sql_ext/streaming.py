@@ -31,11 +31,12 @@ from sql_ext import stream_catalog as catalog
 from sql_ext.errors import WindowSqlError
 from sql_ext.names import table_name
 from sql_ext.stream_catalog import AVAILABLE_NOW, Definition, Entry
-from sql_ext.stream_plan import INDEX_COLUMN, StreamPlan, output_schema, plan_stream
+from sql_ext.stream_plan import (INDEX_COLUMN, LATE_COLUMN, StreamPlan, output_schema,
+                                 plan_stream)
 from sql_ext.stream_runs import (StreamingTable, named_entry, now, running, runs,
                                  short_error)
-from sql_ext.stream_sink import (DeltaSink, create_table, fault_point, set_properties,
-                                 stream_settings)
+from sql_ext.stream_sink import (DeltaSink, LateRowsSink, create_late_table, create_table,
+                                 fault_point, set_properties, stream_settings)
 # SHOW STREAMS and a stream's status are part of this module's API.
 from sql_ext.stream_status import (STREAM_COLUMNS, show_streams, state_curve,  # noqa: F401
                                    stream_status)
@@ -100,6 +101,8 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str, *,
             spark.sql(f"DROP TABLE {name}")  # a managed table's files go with it
         create_table(spark, name, output_schema(spark, plan), location, replace,
                      definition.partitioned_by, dict(definition.tblproperties))
+        if plan.late_rows:
+            create_late_table(spark, plan.late_rows, plan.late_schema(), replace)
         try:
             catalog.define(spark, db, table, definition, uuid.uuid4().hex)
         except Exception:
@@ -219,10 +222,31 @@ def _start(spark: SparkSession, entry: Entry, plan: StreamPlan,
     REFRESH)."""
     location = catalog.location(spark, entry.db, entry.table)
     sink = DeltaSink(location, f"sql_ext:{entry.stream_id}", plan.merge_on)
+    if plan.late_rows:  # kept, or created again if it was dropped
+        create_late_table(spark, plan.late_rows, plan.late_schema(), replace=False)
+    late_sink = LateRowsSink(
+        catalog.location(spark, *catalog.identify(spark, table_name(plan.late_rows))),
+        f"sql_ext:{entry.stream_id}:late") if plan.late_rows else None
     previous = runs.get(entry.key)
     progress = bridge.stream_progress(spark)
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
+        if late_sink is None:
+            write_firings(batch, batch_id)
+            return
+        # Firings and late rows leave the window processor together: computed once (cached),
+        # then each written in its own exactly-once commit.
+        both = batch.persist()
+        try:
+            write_firings(both.where(F.col(LATE_COLUMN).isNull()).drop(LATE_COLUMN), batch_id)
+            fault_point(batch_id, "firings")
+            late_sink.write(both.where(F.col(LATE_COLUMN).isNotNull())
+                            .select(f"{LATE_COLUMN}.*"), batch_id)
+            fault_point(batch_id)
+        finally:
+            both.unpersist()
+
+    def write_firings(batch: DataFrame, batch_id: int) -> None:
         batch.createOrReplaceTempView(plan.firings_view)
         # Computed once, always: the window state of the batch commits only when all of its
         # partitions run, also when Delta skips the MERGE of a batch replayed after a restart.
@@ -236,7 +260,8 @@ def _start(spark: SparkSession, entry: Entry, plan: StreamPlan,
         written, upsert = observed["written"], observed["upsert"]
         sink.write(rows.drop(INDEX_COLUMN) if plan.refires else rows, batch_id, upsert, written)
         _written(run, batch_id, written)
-        fault_point(batch_id)
+        if late_sink is None:
+            fault_point(batch_id)
 
     writer = (plan.firings.writeStream.foreachBatch(write_batch).queryName(entry.key)
               .option("checkpointLocation", entry.definition.checkpoint))

@@ -52,6 +52,14 @@ class WindowModel:
     watermark: SplPolicy | None = None
     eviction: Policy | None = None
     emit: tuple = ()
+    early_every: float = 0.0  # EMIT EARLY EVERY, seconds
+    idle: float = 0.0  # WATERMARK DELAY d IDLE t, seconds (0: off)
+    late_rows: exp.Table | None = None  # LATE ROWS INTO <table>
+
+    @property
+    def emit_panes(self) -> str:
+        """What the panes hand on: "final", "early" or "" (every update)."""
+        return "final" if "FINAL" in self.emit else "early" if "EARLY" in self.emit else ""
 
 
 def duration_seconds(node: exp.Expression, what: str) -> float:
@@ -172,6 +180,38 @@ def _interval(window: SplWindow) -> Interval:
     return Interval(duration, period, discard, offset % period)
 
 
+def _check_pane_parts(window: SplWindow, model: WindowModel) -> None:
+    """The TIME_INTERVAL parts of spec/sql.md section 8: where they apply, once each."""
+    emits = window.args.get("emit") or []
+    for name in ("FINAL", "EARLY"):
+        if name in model.emit and model.kind != "TIME_INTERVAL":
+            what = "EMIT FINAL" if name == "FINAL" else "EMIT EARLY EVERY"
+            raise error_at_node(emits[model.emit.index(name)],
+                                f"{what} applies to TIME_INTERVAL windows only, not to "
+                                f"{model.kind} (which fire once per window anyway)")
+    for name in set(model.emit):
+        if model.emit.count(name) > 1:
+            raise error_at_node(emits[len(model.emit) - 1 - model.emit[::-1].index(name)],
+                                f"EMIT {name} is given twice")
+    if "FINAL" in model.emit and "EARLY" in model.emit:
+        raise error_at_node(emits[max(model.emit.index("FINAL"), model.emit.index("EARLY"))],
+                            "EMIT FINAL and EMIT EARLY exclude each other: a final-only pane "
+                            "has no early results")
+    if model.late_rows is not None and model.kind != "TIME_INTERVAL":
+        raise error_at_node(model.late_rows, f"LATE ROWS INTO applies to TIME_INTERVAL windows "
+                                             f"only, not to {model.kind} (nothing is late there)")
+    every = window.args.get("early_every")
+    if every is not None:
+        model.early_every = duration_seconds(every, "EMIT EARLY EVERY")
+        if model.early_every <= 0:
+            raise error_at_node(every, "EMIT EARLY EVERY must be a positive duration")
+    idle = window.args.get("idle")
+    if idle is not None:
+        model.idle = duration_seconds(idle, "WATERMARK IDLE")
+        if model.idle <= 0:
+            raise error_at_node(idle, "WATERMARK IDLE must be a positive duration")
+
+
 def validate(window: SplWindow) -> WindowModel:
     """The checked model of one window clause (syntax-level rules of sql.md section 6)."""
     kind = window.kind
@@ -180,7 +220,9 @@ def validate(window: SplWindow) -> WindowModel:
     model.order_by = window.args.get("order_by")
     model.watermark = window.args.get("watermark")
     model.emit = tuple(v.name for v in window.args.get("emit") or [])
+    model.late_rows = window.args.get("late_rows")
     eviction = window.args.get("eviction")
+    _check_pane_parts(window, model)
     if kind == "TIME_INTERVAL":
         model.interval = _interval(window)
         model.event_time = window.args.get("on")

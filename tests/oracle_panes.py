@@ -127,20 +127,23 @@ class _Pane:
         self.parts = {}  # partition key -> rows in arrival order (never evicted)
         self.fresh = set()  # partitions updated since their last trigger
         self.triggers = {}  # partition key -> number of triggers so far
+        self.early_at = {}  # EMIT EARLY: partition key -> clock of its next allowed early firing
 
 
 class _TimeIntervalWindow:
     """The window-level state machine of semantics.md 6 (watermark, panes, drop rule)."""
 
-    def __init__(self, d, p, a, o, part):
+    def __init__(self, d, p, a, o, part, emit=None, early_every=None):
         self.d, self.p, self.a, self.o, self.part = d, p, a, o, part
+        self.emit, self.every = emit, early_every
         self.watermark = -INFINITY
         self.panes = {}  # N -> _Pane
         self.firings = []
         self.dropped = 0
+        self.late_rows = []  # LATE ROWS INTO: what each dropped tuple was
         self.sample = None  # first event time seen, fixes the type of pane bounds
 
-    def insert(self, row, value):
+    def insert(self, row, value, clock=None):
         """Drop (t < W - A, strict) or append to every pane containing t; never trigger.
 
         Why no trigger here: late tuples only mark their partition fresh; the next strictly
@@ -152,12 +155,34 @@ class _TimeIntervalWindow:
         t = _seconds(value)
         if t < self.watermark - self.a:
             self.dropped += 1
+            self.late_rows.append({
+                "row": row, "event_time": value, "watermark": self.watermark,
+                "panes": [(_like(n * self.p + self.o, value),
+                           _like(n * self.p + self.o + self.d, value))
+                          for n in _pane_numbers(t, self.d, self.p, self.o)]})
             return
         key = self.part(row)
         for n in _pane_numbers(t, self.d, self.p, self.o):
             pane = self.panes.setdefault(n, _Pane())
+            if key not in pane.parts and self.emit == "early":
+                pane.early_at[key] = clock  # its first tuple may fire it early at once
             pane.parts.setdefault(key, []).append(row)
             pane.fresh.add(key)
+
+    def early(self, clock):
+        """EMIT EARLY (sql.md 8): an incomplete pane partition with tuples since its last firing
+        fires EARLY, at once for its first tuple, then once the clock is e past its last early
+        firing."""
+        for n in sorted(self.panes):
+            pane = self.panes[n]
+            start = n * self.p + self.o
+            if pane.complete or self.watermark >= start + self.d:
+                continue
+            for key in sorted(pane.fresh, key=_null_first):
+                if clock >= pane.early_at[key]:
+                    self._trigger(n, start, start + self.d, pane, key, "EARLY")
+                    pane.fresh.discard(key)
+                    pane.early_at[key] = clock + self.every
 
     def advance(self, value):
         """Process watermark ``value`` if it is strictly greater than the current one.
@@ -173,24 +198,39 @@ class _TimeIntervalWindow:
             pane = self.panes[n]
             start = n * self.p + self.o
             end = start + self.d
-            if w >= end and not pane.complete:
+            if self.emit == "final":
+                # EMIT FINAL: nothing fires before the pane closes; then all of it, once.
+                if w >= end + self.a:
+                    for key in sorted(pane.parts, key=_null_first):
+                        self._trigger(n, start, end, pane, key, "FINAL")
+                    del self.panes[n]
+                continue
+            completes = w >= end and not pane.complete
+            if completes:
                 pane.complete = True
+                # Its completion fires every partition: one that fired early gets its
+                # on-time row even without new tuples.
+                for key in sorted(pane.parts, key=_null_first):
+                    self._trigger(n, start, end, pane, key, "ON_TIME")
+                pane.fresh.clear()
             if pane.complete and pane.fresh:
                 for key in sorted(pane.fresh, key=_null_first):
-                    self._trigger(n, start, end, pane, key)
+                    self._trigger(n, start, end, pane, key, "LATE")
                 pane.fresh.clear()
             if pane.complete and w >= end + self.a:
                 del self.panes[n]
 
-    def _trigger(self, n, start, end, pane, key):
+    def _trigger(self, n, start, end, pane, key, timing):
         index = pane.triggers.get(key, 0)
         pane.triggers[key] = index + 1
+        if timing == "LATE" and index == 0:
+            timing = "ON_TIME"  # a partition new to a pane that completed: its first firing
         self.firings.append({
             "partition": key,
             "pane_start": _like(start, self.sample),
             "pane_end": _like(end, self.sample),
             "window_id": n,
-            "timing": "ON_TIME" if index == 0 else "LATE",
+            "timing": timing,
             "index": index,
             "rows": list(pane.parts[key]),
         })
@@ -198,7 +238,7 @@ class _TimeIntervalWindow:
 
 def pane_firings(rows, duration, period=None, discard=0.0, offset=0.0, *, event_time,
                  partition_by=None, order_by=None, watermark_delay=None, watermark_by=None,
-                 final_watermark=True):
+                 final_watermark=True, emit=None, early_every=None, early_clock=None):
     """Firings of TIME_INTERVAL(duration, period, discard, offset) ON event_time.
 
     rows: list of dicts in SCAN order. Durations are seconds (number) or timedelta.
@@ -214,7 +254,14 @@ def pane_firings(rows, duration, period=None, discard=0.0, offset=0.0, *, event_
       tuples) advancing the watermark to that value (only forward). Exclusive with the delay.
     final_watermark: test hook; False skips the +infinity watermark processed at the end of
       input (sql.md 7), to compare with reference cases that never see it.
-    Returns {"firings": [...], "dropped": n_late_dropped, "not_windowed": n_null_event_time}.
+    emit: None (every update), "final" (EMIT FINAL: one FINAL firing per pane partition when
+      the pane closes) or "early" (EMIT EARLY EVERY early_every: incomplete pane partitions
+      with new tuples also fire EARLY, by the event-time clock of batch replay, the highest
+      event time so far, checked after each tuple and its watermark).
+    early_clock: row -> value or None; rows where it is not None are clock markers (streaming:
+      a micro-batch's processing time, after its tuples): the early check runs there only.
+    Returns {"firings": [...], "dropped": n_late_dropped, "not_windowed": n_null_event_time,
+      "late_rows": [{"row", "event_time", "watermark" (seconds), "panes": [(start, end)]}]}.
     Each firing: {"partition", "pane_start", "pane_end" (same type as the event times),
       "window_id" (N of the pane start N*period + offset), "timing" ("ON_TIME" | "LATE"),
       "index" (0, 1, 2, ... per pane and partition), "rows": [row dicts of the pane's partition
@@ -226,10 +273,17 @@ def pane_firings(rows, duration, period=None, discard=0.0, offset=0.0, *, event_
     d, p, a, o = _window_options(duration, period, discard, offset)
     delay = None if watermark_delay is None else _seconds(watermark_delay)
     part = partition_by if partition_by is not None else (lambda row: None)
-    window = _TimeIntervalWindow(d, p, a, o, part)
+    if (emit == "early") != (early_every is not None):
+        raise ValueError("EMIT EARLY needs early_every, and only it")
+    every = None if early_every is None else _seconds(early_every)
+    window = _TimeIntervalWindow(d, p, a, o, part, emit, every)
     not_windowed = 0
     latest = -INFINITY  # max event time seen, for WATERMARK DELAY
     for row in _arrival_order(rows, order_by):
+        if early_clock is not None and early_clock(row) is not None:
+            if emit == "early":
+                window.early(_seconds(early_clock(row)))
+            continue
         if watermark_by is not None:
             mark = watermark_by(row)
             if mark is not None:
@@ -239,10 +293,13 @@ def pane_firings(rows, duration, period=None, discard=0.0, offset=0.0, *, event_
         if value is None:
             not_windowed += 1
             continue
-        window.insert(row, value)
+        latest = max(latest, _seconds(value))
+        window.insert(row, value, latest)
         if delay is not None:
-            latest = max(latest, _seconds(value))
             window.advance(latest - delay)
+        if emit == "early" and early_clock is None:
+            window.early(latest)
     if final_watermark:
         window.advance(INFINITY)
-    return {"firings": window.firings, "dropped": window.dropped, "not_windowed": not_windowed}
+    return {"firings": window.firings, "dropped": window.dropped, "not_windowed": not_windowed,
+            "late_rows": window.late_rows}

@@ -35,6 +35,13 @@ QUERIES = {
                MIN(id) AS lo, MAX(id) AS hi, SUM(v) AS total
         FROM STREAM(source_stream)
         WINDOW TIME_INTERVAL(10, 5, 15) ON event_time OVER (PARTITION BY k) WATERMARK DELAY 2""",
+    # LATE ROWS INTO with discard age 0: tuples below the last watermark are late rows.
+    "late_partials": """
+        SELECT k, PANE_START() AS s, PANE_TIMING() AS t, PANE_INDEX() AS i, COUNT(*) AS n,
+               MIN(id) AS lo, MAX(id) AS hi, SUM(v) AS total
+        FROM STREAM(source_stream)
+        WINDOW TIME_INTERVAL(10, 5) ON event_time OVER (PARTITION BY k) WATERMARK DELAY 2
+        LATE ROWS INTO late_out""",
     "count20": """SELECT COUNT(*) AS n, MIN(id) AS first, MAX(id) AS last, WINDOW_ID() AS w
                   FROM STREAM(source_stream) WINDOW TUMBLING COUNT(20)""",
     # The crash test's queries: ORDER BY within each micro-batch, tuples and partials.

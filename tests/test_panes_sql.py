@@ -79,8 +79,10 @@ INTERVALS = st.sampled_from([(10, 5, 15, 0), (10, 10, 0, 3), (4, 7, 2, 1), (6, 2
 
 @SETTINGS
 @given(timestamps=st.booleans(), data=st.data(), interval=INTERVALS,
-       partitioned=st.booleans(), mode=st.sampled_from(["default", "delay", "by"]))
-def test_time_interval_matches_oracle(spark, timestamps, data, interval, partitioned, mode):
+       partitioned=st.booleans(), mode=st.sampled_from(["default", "delay", "by"]),
+       emit=st.sampled_from([None, "final", "early"]))
+def test_time_interval_matches_oracle(spark, timestamps, data, interval, partitioned, mode,
+                                      emit):
     rows = data.draw(pane_rows(timestamps))
     if mode != "by":  # markers only exist with WATERMARK BY
         rows = [r for r in rows if r["wm"] is None]
@@ -98,10 +100,32 @@ def test_time_interval_matches_oracle(spark, timestamps, data, interval, partiti
     else:
         clause = f"OVER ({partition}ORDER BY seq) WATERMARK BY wm"
         kwargs.update(order_by=lambda r: r["seq"], watermark_by=lambda r: r["wm"])
+    if emit == "final":
+        clause += " EMIT FINAL"
+        kwargs.update(emit="final")
+    elif emit == "early":
+        clause += " EMIT EARLY EVERY 2"
+        kwargs.update(emit="early", early_every=2)
     got = spark.sql(SELECT.format(key="k" if partitioned else "NULL",
                                   window=f"TIME_INTERVAL{interval} ON ts {clause}")).collect()
     expected = pane_firings(rows, *interval, event_time=lambda r: r["ts"], **kwargs)
     assert _shape_sql(got) == _shape_oracle(expected["firings"])
+
+
+@pytest.mark.parametrize("emit, events", [
+    ("EMIT FINAL", [(0, "FINAL", "FINAL", 0, 2), (10, "FINAL", "FINAL", 0, 1)]),
+    ("EMIT EARLY EVERY 2", [(0, "EARLY", "EARLY", 0, 1), (0, "EARLY", "EARLY", 1, 2),
+                            (0, "TRIGGER", "ON_TIME", 2, 2), (10, "EARLY", "EARLY", 0, 1),
+                            (10, "TRIGGER", "ON_TIME", 1, 1)])])
+def test_emit_final_and_early_name_their_firings(spark, emit, events):
+    """EMIT FINAL: one FINAL row per pane. EMIT EARLY: an EARLY row at a pane's first tuple,
+    another once the event-time clock is 2 s past it (t=4), then the ON_TIME row."""
+    rows = spark.sql(f"""
+        SELECT PANE_START() AS s, WINDOW_EVENT() AS e, PANE_TIMING() AS t, PANE_INDEX() AS i,
+               COUNT(*) AS n
+        FROM VALUES (1, 1), (2, 4), (3, 12) AS v(seq, t)
+        WINDOW TIME_INTERVAL(10) ON t OVER (ORDER BY seq) {emit}""")
+    assert sorted(tuple(r) for r in rows.collect()) == sorted(events)
 
 
 @pytest.mark.parametrize("watermark", ["", "OVER (ORDER BY t) WATERMARK DELAY 0"])

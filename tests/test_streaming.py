@@ -61,11 +61,11 @@ def micro_batches(draw):
             for _ in range(draw(st.integers(1, 4)))]
 
 
-def _run_batches(spark, tmp_path_factory, batches, query):
-    """Appends each micro-batch to a new Delta source and runs the streaming table after each
-    (AVAILABLE NOW); the sink's rows."""
+def _run_batches(spark, tmp_path_factory, batches, query, sink=None):
+    """Appends each micro-batch to a new Delta source and runs the streaming table (`sink`, or
+    a new name) after each (AVAILABLE NOW); the sink's rows."""
     n = next(_names)
-    source, sink = f"stream_src_{n}", f"stream_out_{n}"
+    source, sink = f"stream_src_{n}", sink or f"stream_out_{n}"
     checkpoint = tmp_path_factory.mktemp("checkpoint")
     spark.sql(f"CREATE TABLE {source} (id BIGINT, k STRING, event_time TIMESTAMP, v DOUBLE) "
               "USING DELTA")

@@ -1,6 +1,5 @@
 package io.sqlext.execution
 
-import io.sqlext.window.Firing
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeRow}
@@ -20,6 +19,7 @@ object PaneExpansion {
       val joiner = layout.outputJoiner
       val metaProjection = layout.metaProjection
       val toUnsafe = layout.unsafeInput
+      val firing = layout.spec.expansionFiring
       rows.flatMap { row =>
         if (layout.notWindowable(row)) {
           metrics.notWindowed += 1
@@ -30,7 +30,7 @@ object PaneExpansion {
             case other => toUnsafe(other)
           }
           panes.panesOf(layout.eventTime(row)).map { n =>
-            val meta = layout.metaValues(n, Firing.Trigger, 0L, null, null)
+            val meta = layout.metaValues(n, firing.event, 0L, null, null, firing.timing)
             joiner.join(tuple, metaProjection(new GenericInternalRow(meta)))
           }
         }

@@ -1,6 +1,6 @@
 package io.sqlext.execution
 
-import io.sqlext.window.{DeltaValues, PaneSpec, PartitionEvictionPolicy, WindowSpec}
+import io.sqlext.window.{DeltaValues, PaneFiring, PaneSpec, PartitionEvictionPolicy, WindowSpec}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.expressions.codegen.{GenerateUnsafeRowJoiner, UnsafeRowJoiner}
@@ -72,13 +72,13 @@ final case class ReplayLayout(spec: WindowSpec, input: Seq[Attribute], meta: Seq
 
   /** The firing's column values, in the order of `meta`. */
   def metaValues(windowId: Long, event: String, paneIndex: Long, first: => Any,
-      last: => Any): Array[Any] = metaNames.map {
+      last: => Any, timing: String = PaneFiring.OnTime): Array[Any] = metaNames.map {
     case WindowSpec.FireColumn | "__sx_wid" => windowId
     case "__sx_pstart" => if (spec.isPanes) paneBound(panes.start(windowId), paneBoundType)
       else first
     case "__sx_pend" => if (spec.isPanes) paneBound(panes.end(windowId), paneBoundType)
       else last
-    case "__sx_timing" => UTF8String.fromString(if (paneIndex == 0) "ON_TIME" else "LATE")
+    case "__sx_timing" => UTF8String.fromString(timing)
     case "__sx_pidx" => paneIndex
     case "__sx_event" => UTF8String.fromString(event)
   }.toArray

@@ -41,6 +41,7 @@ case class WindowAssignExec(
     val layout = ReplayLayout(spec, child.output, metaOutput)
     val metrics = ReplayMetrics.of(longMetric)
     val outputRows = longMetric("numOutputRows")
+    if (spec.keepsLateRows) LateRowsWriter.write(spec, layout, child) // before: each run
     if (spec.isPaneExpansion) {
       return PaneExpansion.execute(layout, child, metrics).map { row => outputRows += 1; row }
     }

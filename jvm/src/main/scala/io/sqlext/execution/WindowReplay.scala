@@ -13,9 +13,13 @@ import scala.collection.mutable
  * machine and yields every tuple of every firing tagged with the firing's columns. In keyed
  * mode keys arrive one after another, each replayed alone; in global mode (PUNCT(expr) markers,
  * PARTITION EVICTION) one window sees all keys interleaved in arrival order.
+ *
+ * `late`: given, the replay hands on no firings but calls it with every tuple a TIME_INTERVAL
+ * window drops as late, its event time and the watermark that dropped it (µs): the rows of
+ * LATE ROWS INTO ([[LateRowsWriter]]).
  */
-final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: ReplayMetrics)
-    extends Logging {
+final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: ReplayMetrics,
+    late: Option[(UnsafeRow, Long, Long) => Unit] = None) extends Logging {
 
   private type Window = ReplayableWindow[UnsafeRow, UnsafeRow]
 
@@ -31,7 +35,7 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
   }
   private val pending = mutable.Queue.empty[Firing[UnsafeRow, UnsafeRow]]
   private val emit: Firing[UnsafeRow, UnsafeRow] => Unit =
-    f => { pending.enqueue(f); metrics.firings += 1 }
+    if (late.isDefined) _ => () else f => { pending.enqueue(f); metrics.firings += 1 }
   private var skipped = 0L
   private var evicted = 0L
   /** Before the first file: file ranks are >= -1 (-1 for rows from no file). */
@@ -107,15 +111,19 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
       window.insert(currentKey, copyOf(row), clock)(emit)
     }
 
-    /** TIME_INTERVAL: a WATERMARK BY marker row, or a tuple followed by its DELAY watermark. */
+    /** TIME_INTERVAL: a WATERMARK BY marker row, or a tuple followed by its DELAY watermark;
+     *  then early firings (EMIT EARLY), whose clock is the highest event time so far. */
     private def replayPanes(row: InternalRow): Unit = layout.watermarkMarker(row) match {
       case Some(watermark) => window.advanceClock(watermark)(emit)
       case None =>
-        window.insert(keyOf(row).copy(), copyOf(row), 0L)(emit)
+        maxEventTime = math.max(maxEventTime, layout.eventTime(row))
+        window.insert(keyOf(row).copy(), copyOf(row), maxEventTime)(emit)
         peak = math.max(peak, window.partitionCount)
-        watermarkDelay.foreach { delay =>
-          maxEventTime = math.max(maxEventTime, layout.eventTime(row))
-          window.advanceClock(maxEventTime - delay)(emit)
+        watermarkDelay.foreach(delay => window.advanceClock(maxEventTime - delay)(emit))
+        window match {
+          case panes: TimeIntervalWindow[UnsafeRow, UnsafeRow] @unchecked =>
+            panes.earlyClock(maxEventTime)(emit)
+          case _ =>
         }
     }
 
@@ -159,8 +167,11 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
     val origin = layout.clockStart(firstRow)
     val eviction = layout.partitionEviction
     if (spec.isPanes) {
-      new TimeIntervalWindow[UnsafeRow, UnsafeRow](layout.paneSpec, r => layout.eventTime(r),
-        keyOrdering)
+      val panes = new TimeIntervalWindow[UnsafeRow, UnsafeRow](layout.paneSpec,
+        r => layout.eventTime(r), keyOrdering, spec.paneEmit)
+      late.foreach(keep => panes.onLate = (_, tuple, time, watermark) => keep(tuple, time,
+        watermark))
+      panes
     } else {
       Windows.of[UnsafeRow, UnsafeRow](spec, layout.deltaValues[UnsafeRow](
         r => layout.deltaValue(r), r => layout.triggerValue(r)), keyOrdering, origin, eviction)
@@ -174,7 +185,7 @@ final class WindowReplay(spec: WindowSpec, layout: ReplayLayout, metrics: Replay
 
   private def metaRow(f: Firing[UnsafeRow, UnsafeRow]): InternalRow =
     new GenericInternalRow(layout.metaValues(f.windowId, f.event, f.paneIndex,
-      layout.arrivalValue(f.tuples.head), layout.arrivalValue(f.tuples.last)))
+      layout.arrivalValue(f.tuples.head), layout.arrivalValue(f.tuples.last), f.timing))
 }
 
 /** The operator's metrics a replay updates. */

@@ -72,9 +72,9 @@ case class ExpandPanes(sparkContext: SparkContext) extends Rule[LogicalPlan] {
           .get.dataType)
         case "__sx_pend" => bound(Add(startMicros, Literal(duration)),
           w.metaOutput.find(_.name == "__sx_pend").get.dataType)
-        case "__sx_timing" => Literal("ON_TIME")
+        case "__sx_timing" => Literal(w.spec.expansionFiring.timing)
         case "__sx_pidx" => Literal(0L)
-        case "__sx_event" => Literal("TRIGGER")
+        case "__sx_event" => Literal(w.spec.expansionFiring.event)
       }
       w.child.output ++ meta :+ startMicros
     }

@@ -23,13 +23,15 @@ import scala.collection.mutable.ArrayBuffer
  * the earlier ones).
  */
 class MarkerPaneProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String],
-    java8Time: Boolean, counters: StreamCounters) extends StatefulProcessor[Row, Row, Row] {
+    java8Time: Boolean, counters: StreamCounters,
+    late: Option[(Row, Long, Long) => Row] = None) extends StatefulProcessor[Row, Row, Row] {
 
   @transient private var clock: ValueState[Row] = _
   @transient private var parts: MapState[Row, Row] = _
 
   private val order = new MicroBatchOrder(spec, input, counters)
   private val geometry = PaneSpec.of(spec)
+  private val states = PaneProcessor.States(spec.paneEmit)
   private val keyIndexes = spec.partitionColumns.map(input.fieldIndex).toIndexedSeq
   private val eventIndex = input.fieldIndex(WindowSpec.EventTimeColumn)
   private val markerIndex = input.fieldIndex(WindowSpec.WatermarkColumn)
@@ -40,40 +42,49 @@ class MarkerPaneProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[St
     clock = getHandle.getValueState[Row]("clock", Encoders.row(MarkerPaneProcessor.ClockSchema),
       TTLConfig.NONE)
     parts = getHandle.getMapState[Row, Row]("parts", Encoders.row(partKey),
-      Encoders.row(MarkerPaneProcessor.partSchema(input)), TTLConfig.NONE)
+      Encoders.row(MarkerPaneProcessor.partSchema(states, input)), TTLConfig.NONE)
     order.init(getHandle)
   }
 
   override def handleInputRows(key: Row, rows: Iterator[Row], timers: TimerValues)
       : Iterator[Row] = {
     val window = new TimeIntervalWindow[Row, Row](geometry,
-      row => PaneInput.micros(row.get(eventIndex)), Ordering.by[Row, String](_.toString))
+      row => PaneInput.micros(row.get(eventIndex)), Ordering.by[Row, String](_.toString),
+      spec.paneEmit)
     val saved = if (clock.exists()) clock.get() else Row(Long.MinValue, 0L)
     window.restoreClock(saved.getLong(0), saved.getLong(1))
     val before = parts.iterator().map { case (k, part) =>
-      val state = PaneProcessor.stateOf(part)
-      val tuples = part.getSeq[Row](3)
+      val state = states.of(part)
+      val tuples = part.getSeq[Row](states.schema.length)
       window.restore(k.getLong(0), Row.fromSeq(k.toSeq.tail), state, tuples)
       k -> (state, tuples.length)
     }.toMap
     // The last firing of each partition of each pane in this micro-batch.
     val last = mutable.LinkedHashMap.empty[(Long, Row), Firing[Row, Row]]
     val emit = (f: Firing[Row, Row]) => { last((f.windowId, f.key)) = f }
+    val out = ArrayBuffer.empty[Row]
+    val none = Seq.fill(metaNames.length)(null)
+    late.foreach { late => // LATE ROWS INTO: each late tuple passes as its late row
+      window.onLate = (_, tuple, time, watermark) =>
+        out += Row.fromSeq(tuple.toSeq ++ none :+ late(tuple, time, watermark))
+    }
     var skipped = 0L
+    val now = PaneProcessor.clockOf(timers) // EMIT EARLY's clock: the batch's processing time
     order.sorted(rows).foreach { row =>
       if (!row.isNullAt(markerIndex)) {
         window.advanceClock(PaneInput.micros(row.get(markerIndex)))(emit)
       } else if (row.isNullAt(eventIndex)) skipped += 1
-      else window.insert(Row.fromSeq(keyIndexes.map(row.get)), row, 0L)(emit)
+      else window.insert(Row.fromSeq(keyIndexes.map(row.get)), row, now)(emit)
     }
+    window.earlyClock(now)(emit)
     if (skipped > 0) counters.notWindowed.add(skipped)
     if (window.droppedLate > saved.getLong(1)) {
       counters.lateDropped.add(window.droppedLate - saved.getLong(1))
     }
     save(window, before)
-    val out = ArrayBuffer.empty[Row]
     last.valuesIterator.foreach { f =>
-      val meta = PaneProcessor.metaValues(metaNames, geometry, f.windowId, f.paneIndex, java8Time)
+      val meta = PaneProcessor.metaValues(metaNames, geometry, f.windowId,
+        PaneFiring(f.paneIndex, f.timing), java8Time) ++ late.map(_ => null)
       f.tuples.foreach(t => out += Row.fromSeq(t.toSeq ++ meta))
     }
     out.iterator
@@ -86,7 +97,7 @@ class MarkerPaneProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[St
     val now = window.openParts.map { case (n, key, state, tuples) =>
       val k = Row.fromSeq(n +: key.toSeq)
       if (!before.get(k).contains((state, tuples.length))) {
-        parts.updateValue(k, Row.fromSeq(PaneProcessor.stateValues(state).toSeq :+ tuples))
+        parts.updateValue(k, Row.fromSeq(states.values(state).toSeq :+ tuples))
       }
       k
     }.toSet
@@ -99,6 +110,6 @@ object MarkerPaneProcessor {
     .add("watermark", LongType, nullable = false) // µs, Long.MinValue: no marker yet
     .add("late", LongType, nullable = false) // tuples dropped as late, in all
 
-  def partSchema(input: StructType): StructType = StructType(PaneProcessor.PaneStateFields)
+  def partSchema(states: PaneProcessor.States, input: StructType): StructType = states.schema
     .add("tuples", ArrayType(input, containsNull = false), nullable = false)
 }

@@ -1,6 +1,6 @@
 package io.sqlext.streaming
 
-import io.sqlext.window.{PaneRule, PaneSpec, PaneState, WindowSpec}
+import io.sqlext.window.{PaneEmit, PaneFiring, PaneRule, PaneSpec, PaneState, WindowSpec}
 import org.apache.spark.sql.{Encoders, Row}
 import org.apache.spark.sql.streaming._
 import org.apache.spark.sql.types._
@@ -24,6 +24,7 @@ import scala.collection.mutable.ArrayBuffer
  * close: a closed pane leaves), then adds the batch's tuples, then sets the timer at the
  * earliest of the panes' next changes ([[PaneRule.nextChange]]). Acting on all panes at once is
  * what per-pane timers would do: a pane changes only when the watermark reaches one of those.
+ * Under EMIT EARLY, panes then fire early by the micro-batch's processing time.
  */
 class PanePartialsProcessor(
     spec: WindowSpec,
@@ -35,16 +36,20 @@ class PanePartialsProcessor(
 
   private val partials = new FiringPartials(spec, tuples, Nil)
   private val geometry = PaneSpec.of(spec)
-  private val rule = PaneRule(geometry)
+  private val rule = PaneRule(geometry, spec.paneEmit)
   private val watermark = SplWatermark(geometry)
+  private val states = PaneProcessor.States(spec.paneEmit)
   /** An unpartitioned window's grouping key is a constant, not a column of the output. */
   private val keyColumns = spec.partitionColumns.length
   private val paneIndex = keyColumns // input rows: key columns, N, partials ([[PaneInput]])
-  private val Flags = 3 // complete, fresh, firings; the partials follow
+  private val Flags = states.schema.length // the pane's state; the partials follow
+  /** LATE ROWS INTO: output rows end with the __sx_late column (null in a firing). */
+  private val lateTail: Seq[Any] = if (spec.keepsLateRows) Seq(null) else Nil
 
   override def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
     state = getHandle.getValueState[Row]("key_panes",
-      Encoders.row(PanePartialsProcessor.stateSchema(partials.schema)), TTLConfig.NONE)
+      Encoders.row(PanePartialsProcessor.stateSchema(states.schema ++ partials.schema)),
+      TTLConfig.NONE)
   }
 
   override def handleInputRows(key: Row, rows: Iterator[Row], timers: TimerValues)
@@ -53,20 +58,27 @@ class PanePartialsProcessor(
     val out = ArrayBuffer.empty[Row]
     val keyState = load()
     advanceAll(key, keyState, watermarkMs, out)
+    val clock = PaneProcessor.clockOf(timers)
     val touched = mutable.Set.empty[Long]
     rows.foreach { row =>
       val n = row.getLong(paneIndex)
-      // A new pane acts from the next watermark on (its creation is under this one).
-      val pane = keyState.panes.getOrElseUpdate(n,
-        PaneProcessor.stateValues(PaneState.Created) ++ partials.empty)
-      partials.merge(pane, Flags, row, paneIndex + 1)
-      touched += n
+      if (n == PaneInput.LatePane) { // a late row (LATE ROWS INTO) passes, in __sx_late
+        out += Row.fromSeq(key.toSeq.take(keyColumns) ++ (n +: Seq.fill(metaNames.length)(null))
+          ++ Seq.fill(partials.schema.length)(null) :+ row.get(row.length - 1))
+      } else {
+        // A new pane acts from the next watermark on (its creation is under this one).
+        val pane = keyState.panes.getOrElseUpdate(n,
+          states.values(rule.created(clock)) ++ partials.empty)
+        partials.merge(pane, Flags, row, paneIndex + 1)
+        touched += n
+      }
     }
     touched.foreach { n =>
       val pane = keyState.panes(n)
       val added = paneState(pane).added
-      PaneProcessor.stateValues(added).copyToArray(pane)
+      states.values(added).copyToArray(pane)
     }
+    earlyAll(key, keyState, clock, watermark.of(watermarkMs), out)
     schedule(keyState, watermarkMs)
     out.iterator
   }
@@ -78,6 +90,7 @@ class PanePartialsProcessor(
     val keyState = load()
     keyState.wake = -1L // the timer that woke us is gone
     advanceAll(key, keyState, watermarkMs, out)
+    earlyAll(key, keyState, PaneProcessor.clockOf(timers), watermark.of(watermarkMs), out)
     schedule(keyState, watermarkMs)
     out.iterator
   }
@@ -105,18 +118,31 @@ class PanePartialsProcessor(
     keyState.panes.foreach { case (n, pane) =>
       val before = paneState(pane)
       val step = rule.advance(n, before, w)
-      step.fired.foreach { index =>
-        out += Row.fromSeq(key.toSeq.take(keyColumns) ++ (n +: metaValues(n, index)) ++
-          pane.toSeq.drop(Flags))
-      }
+      step.fired.foreach(firing => out += firingRow(key, n, firing, pane))
       step.next match {
         case None => closed += n
-        case Some(after) => PaneProcessor.stateValues(after).copyToArray(pane)
+        case Some(after) => states.values(after).copyToArray(pane)
       }
     }
     closed.foreach(keyState.panes.remove) // not while iterating the map
     keyState.seen = watermarkMs
   }
+
+  /** EMIT EARLY: the panes that may fire early at `clock` do, in pane order. */
+  private def earlyAll(key: Row, keyState: PanePartialsProcessor.KeyState, clock: Long,
+      w: Long, out: ArrayBuffer[Row]): Unit = if (spec.paneEmit.isInstanceOf[PaneEmit.Early]) {
+    keyState.panes.toSeq.sortBy(_._1).foreach { case (n, pane) =>
+      rule.early(n, paneState(pane), clock, w).foreach { case (firing, after) =>
+        out += firingRow(key, n, firing, pane)
+        states.values(after).copyToArray(pane)
+      }
+    }
+  }
+
+  /** Key, pane N, firing columns, the pane's partials. */
+  private def firingRow(key: Row, n: Long, firing: PaneFiring, pane: Array[Any]): Row =
+    Row.fromSeq(key.toSeq.take(keyColumns) ++ (n +: metaValues(n, firing)) ++
+      pane.toSeq.drop(Flags) ++ lateTail)
 
   /** The one timer of the key at the earliest (Spark) watermark at which a pane changes, and
    *  the key's state written once; none, and no state, once every pane closed. */
@@ -137,21 +163,20 @@ class PanePartialsProcessor(
   }
 
   /** The [[PaneState]] of a pane's flags and partials (the flags first). */
-  private def paneState(pane: Array[Any]): PaneState = PaneState(
-    pane(0).asInstanceOf[Boolean], pane(1).asInstanceOf[Boolean], pane(2).asInstanceOf[Long])
+  private def paneState(pane: Array[Any]): PaneState = states.of(i => pane(i))
 
-  private def metaValues(n: Long, index: Long): Seq[Any] =
-    PaneProcessor.metaValues(metaNames, geometry, n, index, java8Time)
+  private def metaValues(n: Long, firing: PaneFiring): Seq[Any] =
+    PaneProcessor.metaValues(metaNames, geometry, n, firing, java8Time)
 }
 
 object PanePartialsProcessor {
   /** A key's state: the last (Spark) watermark its panes saw, its registered timer (-1: none)
-   *  and its open panes, each N, its [[PaneState]] and its partials. */
-  def stateSchema(partials: Seq[StructField]): StructType = new StructType()
+   *  and its open panes, each N, its [[PaneState]] and its partials (`pane`). */
+  def stateSchema(pane: Seq[StructField]): StructType = new StructType()
     .add("seen", LongType, nullable = false)
     .add("wake", LongType, nullable = false)
-    .add("panes", ArrayType(StructType(StructField("n", LongType, nullable = false) +:
-      (PaneProcessor.PaneStateFields ++ partials)), containsNull = false), nullable = false)
+    .add("panes", ArrayType(StructType(StructField("n", LongType, nullable = false) +: pane),
+      containsNull = false), nullable = false)
 
   /** The key's state while a call works on it. */
   final class KeyState {

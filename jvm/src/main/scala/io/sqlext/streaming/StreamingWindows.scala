@@ -68,18 +68,19 @@ object StreamingWindows {
     }
     val session = input.sparkSession
     val java8Time = session.conf.get("spark.sql.datetime.java8API.enabled") == "true"
+    val paneInput = new PaneInput(spec, BatchWatermark.qualified(session, checkpoint),
+      session.sparkContext.broadcast(
+        new SerializableConfiguration(session.sessionState.newHadoopConf())),
+      StreamProgress.counters(session, checkpoint), java8Time)
     if (spec.family == Family.TimeInterval(Watermark.ByMarkers)) {
-      return markerPanes(input, spec, java8Time, StreamProgress.counters(session, checkpoint))
+      return markerPanes(input, spec, java8Time, StreamProgress.counters(session, checkpoint),
+        paneInput)
     }
     // Spark's watermark is the SPL watermark minus the discard age, less 1 ms (architecture.md
     // section 3); late tuples are dropped by PaneInput under the batch's own watermark.
     val delayMs = SplWatermark.delayMs(spec.watermarkDelay, spec.discard)
     val watermarked = input.withWatermark(WindowSpec.EventTimeColumn, s"$delayMs milliseconds")
     val metaNames = spec.meta.distinct.map(WindowSpec.MetaColumns)
-    val paneInput = new PaneInput(spec, BatchWatermark.qualified(session, checkpoint),
-      session.sparkContext.broadcast(
-        new SerializableConfiguration(session.sessionState.newHadoopConf())),
-      StreamProgress.counters(session, checkpoint))
     if (FiringPartials.enabled(spec)) {
       // Partials per map task and pane; each pane's cross the shuffle, keyed by partition.
       val combined = paneInput.combined(watermarked)
@@ -87,7 +88,8 @@ object StreamingWindows {
       val keyCount = spec.partitionColumns.length
       val output = StructType(schema.fields.take(keyCount + 1) ++
         metaNames.map(name => StructField(name, metaType(spec, name, watermarked.schema))) ++
-        new FiringPartials(spec, watermarked.schema, Nil).schema)
+        new FiringPartials(spec, watermarked.schema, Nil).schema ++
+        paneInput.lateField(watermarked.schema))
       grouped(combined, spec.partitionColumns)
         .transformWithState(new PanePartialsProcessor(spec, watermarked.schema, metaNames,
           java8Time), TimeMode.EventTime(), OutputMode.Append())(Encoders.row(output))
@@ -108,13 +110,15 @@ object StreamingWindows {
   /** WATERMARK BY: markers act across partitions and between tuples, so one state machine
    *  replays each micro-batch in arrival order ([[MarkerPaneProcessor]]). */
   private def markerPanes(input: DataFrame, spec: WindowSpec, java8Time: Boolean,
-      counters: StreamCounters): DataFrame = {
+      counters: StreamCounters, paneInput: PaneInput): DataFrame = {
     val metaNames = WindowSpec.FireColumn +: spec.meta.distinct.map(WindowSpec.MetaColumns)
     val output = StructType(input.schema.fields ++ metaNames.map(name =>
-      StructField(name, metaType(spec, name, input.schema), nullable = true)))
+      StructField(name, metaType(spec, name, input.schema), nullable = true)) ++
+      paneInput.lateField(input.schema))
     grouped(input, Nil)
       .transformWithState(new MarkerPaneProcessor(spec, input.schema, metaNames, java8Time,
-        counters), TimeMode.None(), OutputMode.Append())(Encoders.row(output))
+        counters, paneInput.lateRows(input.schema)), TimeMode.None(), OutputMode.Append())(
+        Encoders.row(output))
       .toDF()
   }
 

@@ -3,15 +3,17 @@ package io.sqlext.window
 /**
  * One firing of one partition: the tuples in arrival order, the key's window number (for
  * TIME_INTERVAL panes: N of the pane start N*period+offset), what caused it: "FLUSH"
- * (tumbling), "TRIGGER" (sliding, panes) or "EVICTED" (EMIT EVICTED), and for panes the
- * firing's index (0 on time, then 1, 2, ... for late re-firings).
+ * (tumbling), "TRIGGER" (sliding, panes), "EVICTED" (EMIT EVICTED), "EARLY" or "FINAL" (panes
+ * under EMIT EARLY / EMIT FINAL), and for panes the firing's index (0, 1, 2, ...) and timing
+ * ([[PaneFiring]]: ON_TIME, LATE, EARLY or FINAL; ON_TIME for tumbling and sliding firings).
  */
 final case class Firing[K, T](
     key: K,
     windowId: Long,
     tuples: scala.collection.IndexedSeq[T],
     event: String,
-    paneIndex: Long = 0L)
+    paneIndex: Long = 0L,
+    timing: String = PaneFiring.OnTime)
 
 object Firing {
   val Flush = "FLUSH"

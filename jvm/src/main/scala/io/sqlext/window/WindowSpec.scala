@@ -37,7 +37,10 @@ final case class WindowSpec(
     offset: Double = 0.0,
     watermark: String = "",
     watermarkDelay: Double = 0.0,
-    aggregates: Seq[(String, String)] = Nil) {
+    aggregates: Seq[(String, String)] = Nil,
+    emitPanes: String = "",
+    earlyEvery: Double = 0.0,
+    lateRows: String = "") {
 
   /** The window as typed values ([[Family]]); `fromJson` parses it, so an unknown name
    *  fails there. */
@@ -75,8 +78,20 @@ final case class WindowSpec(
     policies.contains(Policy.MarkerPunct) ||
       partitionEvictionPolicy.exists(!_.isInstanceOf[PartitionEvictionPolicy.Age])
 
-  /** TIME_INTERVAL without a watermark: all input is present, a pure row-to-panes expansion. */
-  def isPaneExpansion: Boolean = family == Family.TimeInterval(Watermark.AllInput)
+  /** TIME_INTERVAL: what the panes hand on (EMIT FINAL, EMIT EARLY EVERY, or every update). */
+  @transient lazy val paneEmit: PaneEmit = PaneEmit.parse(emitPanes, earlyEvery)
+
+  /** TIME_INTERVAL without a watermark: all input is present, a pure row-to-panes expansion
+   *  (each pane fires once; early firings need the replay). */
+  def isPaneExpansion: Boolean = family == Family.TimeInterval(Watermark.AllInput) &&
+    !paneEmit.isInstanceOf[PaneEmit.Early] && !keepsLateRows
+
+  /** LATE ROWS INTO <table>: the tuples dropped as late are written there. */
+  def keepsLateRows: Boolean = lateRows.nonEmpty
+
+  /** The one firing of each pane in the expansion: on time, or its final one (EMIT FINAL). */
+  def expansionFiring: PaneFiring =
+    PaneFiring(0L, if (paneEmit == PaneEmit.Final) PaneFiring.Final else PaneFiring.OnTime)
 
   @transient lazy val partitionEvictionPolicy: Option[PartitionEvictionPolicy] =
     partitionEviction match {
@@ -120,7 +135,7 @@ object WindowSpec {
     "policy_text", "partition_columns", "ordered", "meta", "trigger", "trigger_count",
     "trigger_delta", "trigger_seconds", "partition_eviction", "partition_eviction_value",
     "emit_incomplete", "emit_evicted", "duration", "period", "discard", "offset", "watermark",
-    "watermark_delay", "aggregates")
+    "watermark_delay", "aggregates", "emit_panes", "early_every", "late_rows")
 
   def unknown(field: String, value: String): IllegalArgumentException =
     new IllegalArgumentException(s"sql_ext window spec: unknown $field '$value' " +
@@ -161,8 +176,12 @@ object WindowSpec {
       watermark = (json \ "watermark").extractOrElse[String](""),
       watermarkDelay = (json \ "watermark_delay").extractOrElse[Double](0.0),
       aggregates = (json \ "aggregates").extractOrElse[Seq[Seq[String]]](Nil)
-        .map(pair => (pair.head, pair(1))))
-    spec.family // typed once, here: an unknown name fails now, not mid-query
+        .map(pair => (pair.head, pair(1))),
+      emitPanes = (json \ "emit_panes").extractOrElse[String](""),
+      earlyEvery = (json \ "early_every").extractOrElse[Double](0.0),
+      lateRows = (json \ "late_rows").extractOrElse[String](""))
+    spec.family
+    spec.paneEmit // typed once, here: an unknown name fails now, not mid-query
     spec.partitionEvictionPolicy
     spec
   }

@@ -14,23 +14,25 @@ class PaneRuleSuite extends AnyFunSuite {
     val before = rule.advance(2, PaneState.Created, 14) // pane 2 is [10, 20)
     assert(before == PaneStep(None, Some(PaneState.Created)))
     val at = rule.advance(2, PaneState.Created, 20)
-    assert(at == PaneStep(Some(0L), Some(PaneState(complete = true, fresh = false, 1L))))
+    assert(at == PaneStep(Some(PaneFiring(0L, "ON_TIME")),
+      Some(PaneState(complete = true, fresh = false, 1L))))
   }
 
   test("a complete pane re-fires LATE (1, 2, ...) only at advances after tuples joined it") {
     val fired = PaneState(complete = true, fresh = false, firings = 1)
     assert(rule.advance(2, fired, 25) == PaneStep(None, Some(fired)))
-    assert(rule.advance(2, fired.added, 25).fired.contains(1L))
+    assert(rule.advance(2, fired.added, 25).fired.contains(PaneFiring(1L, "LATE")))
     val twice = rule.advance(2, fired.added, 25).next.get
-    assert(rule.advance(2, twice.added, 26).fired.contains(2L))
+    assert(rule.advance(2, twice.added, 26).fired.contains(PaneFiring(2L, "LATE")))
   }
 
   test("a pane closes at W >= end + discard, firing first if updated") {
     val fresh = PaneState(complete = true, fresh = true, firings = 1)
-    assert(rule.advance(2, fresh, 35) == PaneStep(Some(1L), None))
+    assert(rule.advance(2, fresh, 35) == PaneStep(Some(PaneFiring(1L, "LATE")), None))
     assert(rule.advance(2, PaneState.Created, 34).next.isDefined)
     // A watermark that jumps past end + discard completes, fires and closes at once.
-    assert(rule.advance(2, PaneState.Created, 1000) == PaneStep(Some(0L), None))
+    assert(rule.advance(2, PaneState.Created, 1000) ==
+      PaneStep(Some(PaneFiring(0L, "ON_TIME")), None))
   }
 
   test("tuples strictly below W - discard are late; none before the first watermark") {
@@ -56,6 +58,32 @@ class PaneRuleSuite extends AnyFunSuite {
         assert(rule.advance(n, state, next) != PaneStep(None, Some(state)), s"$n $state $next")
       }
     }
+  }
+
+  test("EMIT FINAL: one FINAL firing when the pane closes, none before") {
+    val finals = PaneRule(panes, PaneEmit.Final) // pane 2 is [10, 20), discard 15
+    assert(finals.advance(2, PaneState.Created, 20) == PaneStep(None, Some(PaneState.Created)))
+    assert(finals.advance(2, PaneState.Created, 34).fired.isEmpty)
+    assert(finals.advance(2, PaneState.Created, 35) ==
+      PaneStep(Some(PaneFiring(0L, "FINAL")), None))
+    assert(finals.nextChange(2, PaneState.Created, 20) == 35)
+  }
+
+  test("EMIT EARLY: fresh incomplete panes fire early at once, then once per period, then " +
+      "ON_TIME") {
+    val early = PaneRule(panes, PaneEmit.Early(5))
+    val created = early.created(106)
+    assert(created.earlyAt == 106 && early.early(2, created, 105, 0).isEmpty)
+    val (first, after) = early.early(2, created, 106, 0).get
+    assert(first == PaneFiring(0L, "EARLY") && after.earlyAt == 111 && !after.fresh)
+    assert(early.early(2, after, 200, 0).isEmpty) // nothing new since
+    assert(early.early(2, after.added, 110, 0).isEmpty && early.early(2, after.added, 111, 0).isDefined)
+    assert(early.early(2, after.added, 111, 20).isEmpty) // the watermark reached its end
+    // Completion fires ON_TIME even without new tuples: it replaces the early row.
+    val step = early.advance(2, after, 20)
+    assert(step.fired.contains(PaneFiring(1L, "ON_TIME")))
+    assert(early.early(2, step.next.get.added, 1000, 20).isEmpty) // complete: no more early firings
+    assert(early.advance(2, step.next.get.added, 21).fired.contains(PaneFiring(2L, "LATE")))
   }
 
   test("panesOf is every N with start(N) <= t < end(N): overlaps, gaps, offsets, negatives") {

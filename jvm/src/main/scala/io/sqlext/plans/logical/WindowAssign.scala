@@ -47,13 +47,15 @@ object WindowAssign {
       }
       AttributeReference(WindowSpec.MetaColumns(fn), dataType, nullable = true)()
     }
-    val inputs = child.output.filter(a => a.name.startsWith("__sx_"))
+    // LATE ROWS INTO writes every source column: read, so column pruning keeps them.
+    val inputs = if (spec.keepsLateRows) child.output
+      else child.output.filter(a => a.name.startsWith("__sx_"))
     WindowAssign(spec, inputs, fire +: meta, child)
   }
 
   /** TIME_INTERVAL pane bounds take the ON expression's type; a number of seconds stays a
    *  BIGINT when every bound is a whole second. */
-  private def paneBoundType(spec: WindowSpec, eventType: DataType): DataType = eventType match {
+  def paneBoundType(spec: WindowSpec, eventType: DataType): DataType = eventType match {
     case TimestampType | TimestampNTZType => eventType
     case ByteType | ShortType | IntegerType | LongType
         if Seq(spec.duration, spec.period, spec.offset).forall(_.isWhole) =>

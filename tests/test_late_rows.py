@@ -1,0 +1,152 @@
+"""LATE ROWS INTO (spec/sql.md section 8): every tuple dropped for lateness is a row of a Delta
+table, with its event time, the watermark that dropped it and the panes it would have joined;
+batch replay and streaming against the pane oracle, and a SIGKILL between and after the commits
+of a micro-batch (no late row lost or doubled)."""
+
+import datetime
+import itertools
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from oracle_panes import pane_firings
+from test_exactly_once import BATCHES, _run_driver
+from test_panes_sql import SELECT, _number, _shape_sql, pane_rows
+from test_streaming import T0, _run_batches, micro_batches
+from test_tumbling_oracle import SETTINGS
+
+from sql_ext.streaming import show_streams
+
+_names = itertools.count()
+
+
+def _late_shape(rows):
+    """Late table rows as (id, event time, watermark, ((start, end), ...)) in seconds."""
+    return sorted((r.id, _number(r.late_event_time), _number(r.late_watermark),
+                   tuple((_number(p.start), _number(p.end)) for p in r.late_panes))
+                  for r in rows)
+
+
+def _oracle_late(late_rows):
+    return sorted((lr["row"]["id"], _number(lr["event_time"]), float(lr["watermark"]),
+                   tuple((_number(s), _number(e)) for s, e in lr["panes"]))
+                  for lr in late_rows)
+
+
+@SETTINGS
+@given(timestamps=st.booleans(), data=st.data(), partitioned=st.booleans(),
+       mode=st.sampled_from(["delay", "by"]),
+       interval=st.sampled_from([(10, 5, 0, 0), (10, 5, 3, 0), (4, 7, 0, 1)]))
+def test_batch_late_rows_match_oracle(spark, timestamps, data, partitioned, mode, interval):
+    """The late table holds exactly the oracle's dropped tuples; the query's own rows are the
+    same as without LATE ROWS INTO."""
+    rows = data.draw(pane_rows(timestamps))
+    if mode == "delay":
+        rows = [r for r in rows if r["wm"] is None]
+    ts_type = "timestamp" if timestamps else "double"
+    spark.createDataFrame([(r["seq"], r["id"], r["k"], r["ts"], r["wm"]) for r in rows],
+                          f"seq long, id long, k string, ts {ts_type}, wm {ts_type}") \
+        .coalesce(1).createOrReplaceTempView("panes_input")
+    partition = "PARTITION BY k " if partitioned else ""
+    kwargs = {"partition_by": (lambda r: r["k"]) if partitioned else None,
+              "order_by": lambda r: r["seq"]}
+    if mode == "delay":
+        clause = f"OVER ({partition}ORDER BY seq) WATERMARK DELAY 3"
+        kwargs.update(watermark_delay=3)
+    else:
+        clause = f"OVER ({partition}ORDER BY seq) WATERMARK BY wm"
+        kwargs.update(watermark_by=lambda r: r["wm"])
+    window = f"TIME_INTERVAL{interval} ON ts {clause}"
+    key = "k" if partitioned else "NULL"
+    got = spark.sql(SELECT.format(key=key, window=f"{window} LATE ROWS INTO late_batch"))
+    expected = pane_firings(rows, *interval, event_time=lambda r: r["ts"], **kwargs)
+    assert _shape_sql(got.collect()) == _shape_sql(
+        spark.sql(SELECT.format(key=key, window=window)).collect())
+    assert _late_shape(spark.table("late_batch").collect()) == \
+        _oracle_late(expected["late_rows"])
+    # The source's columns, in order, then the three late columns.
+    assert spark.table("late_batch").columns == [
+        "seq", "id", "k", "ts", "wm", "late_event_time", "late_watermark", "late_panes"]
+
+
+def test_batch_late_rows_replace_the_table_at_each_run(spark):
+    query = """SELECT COUNT(*) AS n FROM VALUES (1, 20.0), (2, 3.0), (3, 4.0) AS v(id, t)
+               WINDOW TIME_INTERVAL(10) ON t OVER (ORDER BY id) WATERMARK DELAY 1
+               LATE ROWS INTO late_replaced"""
+    for _ in range(2):
+        spark.sql(query).collect()
+        assert sorted(r.id for r in spark.table("late_replaced").collect()) == [2, 3]
+
+
+def _streaming_late_oracle(batches, interval):
+    rows, seen = [], []
+    for batch in batches:
+        rows += [dict(r, pos=len(rows) + j) for j, r in enumerate(batch)]
+        seen += [r["ts"] for r in batch]
+        rows.append({"pos": len(rows), "wm": max(seen) - 2})
+    result = pane_firings(rows, *interval, event_time=lambda r: r.get("ts"),
+                          partition_by=lambda r: r.get("k"), order_by=lambda r: r["pos"],
+                          watermark_by=lambda r: r.get("wm"), final_watermark=False)
+    return sorted((lr["row"]["id"], float(lr["event_time"]), float(lr["watermark"]),
+                   tuple((float(s), float(e)) for s, e in lr["panes"]))
+                  for lr in result["late_rows"])
+
+
+def _seconds(value):
+    return (value - T0).total_seconds()
+
+
+def _streamed_late(rows):
+    return sorted((r.id, _seconds(r.late_event_time), _seconds(r.late_watermark),
+                   tuple((_seconds(p.start), _seconds(p.end)) for p in r.late_panes))
+                  for r in rows)
+
+
+STREAMING = """
+    SELECT k, PANE_START() AS s, {aggregates}
+    FROM STREAM({{source}})
+    WINDOW TIME_INTERVAL(10, 5) ON event_time OVER (PARTITION BY k) WATERMARK DELAY 2
+    LATE ROWS INTO {late}"""
+
+
+@settings(max_examples=3, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=micro_batches())
+@pytest.mark.parametrize("aggregates", ["SUM(v) AS total", "ARRAY_SORT(COLLECT_LIST(id)) AS ids"],
+                         ids=["partials", "tuples"])
+def test_streaming_late_rows_match_oracle(spark, tmp_path_factory, aggregates, batches):
+    """Micro-batches of random sizes: the late table holds the oracle's dropped tuples (each
+    under the watermark of the micro-batch it came in), and SHOW STREAMS counts its rows."""
+    n = next(_names)
+    late, sink = f"late_stream_{n}", f"late_out_{n}"
+    _run_batches(spark, tmp_path_factory, batches,
+                 STREAMING.format(aggregates=aggregates, late=late), sink=sink)
+    assert _streamed_late(spark.table(late).collect()) == \
+        _streaming_late_oracle(batches, (10, 5))
+    status = {s["name"]: s for s in show_streams(spark)}[f"default.{sink}"]
+    assert status["late_dropped"] == spark.table(late).count()
+
+
+@pytest.mark.parametrize("stage", ["firings", "written"])
+def test_late_rows_survive_a_kill(spark, tmp_path, stage):
+    """Killed after a micro-batch committed its firings but not its late rows ("firings"), or
+    both but not its offsets ("written"): the restart writes every late row exactly once and
+    the firings once."""
+    for batch in BATCHES:
+        spark.createDataFrame(
+            [(r["id"], r["k"], T0 + datetime.timedelta(seconds=r["ts"]), r["v"]) for r in batch],
+            "id long, k string, event_time timestamp, v double").coalesce(1) \
+            .write.format("delta").mode("append").save(str(tmp_path / "source"))
+    marker = tmp_path / "paused"
+    # Batch 1 is the first with a late tuple (104 under the watermark 105).
+    env = dict(os.environ, SQL_EXT_FAULT_PAUSE=str(marker), SQL_EXT_FAULT_STAGE=stage,
+               SQL_EXT_FAULT_BATCH="1")
+    _run_driver(tmp_path, env, wait_for=marker, query="late_partials")
+    assert int(marker.read_text()) >= 1
+    _run_driver(tmp_path, dict(os.environ), query="late_partials")
+    late = spark.read.format("delta").load(str(tmp_path / "warehouse" / "late_out"))
+    assert _streamed_late(late.collect()) == _streaming_late_oracle(BATCHES, (10, 5))
+    assert late.count() == 3
+    sink = spark.read.format("delta").load(str(tmp_path / "sink"))
+    assert sink.count() == sink.select("k", "s").distinct().count()  # nothing doubled
