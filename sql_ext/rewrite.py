@@ -112,8 +112,6 @@ def _check_supported(window: exp.Expression, model: WindowModel, select: exp.Sel
         emit = window.args["emit"][model.emit.index("INCOMPLETE")]
         raise error_at_node(emit, "EMIT INCOMPLETE applies to SLIDING windows (a TUMBLING "
                                   "window only fires when it is full)")
-    if model.idle:
-        raise error_at_node(window.args["idle"], "WATERMARK ... IDLE is not supported yet")
     if "EVICTED" in model.emit and model.eviction is None:
         emit = window.args["emit"][model.emit.index("EVICTED")]
         raise error_at_node(emit, "EMIT EVICTED needs PARTITION EVICTION")
@@ -191,6 +189,7 @@ def _pane_spec(model: WindowModel, meta: list[str]) -> dict:
         "emit_panes": model.emit_panes,
         "early_every": model.early_every,
         "late_rows": model.late_rows.sql(dialect="spark") if model.late_rows else "",
+        "watermark_idle": model.idle,
     }
 
 

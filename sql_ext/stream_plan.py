@@ -60,6 +60,10 @@ def check_streaming(lowered: LoweredWindow, trigger: str | float) -> None:
     spec = lowered.spec
     clocked = "time" in (spec["policy"], spec.get("trigger")) \
         or spec.get("partition_eviction") == "age"
+    if trigger == "available_now" and spec.get("watermark_idle"):
+        raise WindowSqlError(f"{spec['policy_text']}: WATERMARK ... IDLE advances the watermark "
+                             "by the wall clock while the source is idle, so it needs a running "
+                             "stream: TRIGGER EVERY <duration> (not AVAILABLE NOW)")
     if trigger == "available_now" and clocked:
         raise WindowSqlError(f"{spec['policy_text']}: TIME policies and PARTITION EVICTION AGE "
                              "act by the wall clock in streaming, so they need a running "

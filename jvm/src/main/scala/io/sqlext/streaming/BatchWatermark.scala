@@ -48,6 +48,17 @@ object BatchWatermark {
       _ => java.lang.Long.valueOf(read(entry, hadoopConf)))
   }
 
+  /** The watermark (ms) of the checkpoint's latest offset log entry, 0 without one (driver). */
+  def latest(checkpoint: String): Long = {
+    val conf = SparkSession.getActiveSession.map(_.sessionState.newHadoopConf())
+      .getOrElse(new Configuration())
+    val offsets = new Path(checkpoint, "offsets")
+    val fs = offsets.getFileSystem(conf)
+    if (!fs.exists(offsets)) return 0L
+    val batches = fs.listStatus(offsets).map(_.getPath.getName).filter(_.forall(_.isDigit))
+    if (batches.isEmpty) 0L else read(s"$checkpoint/offsets/${batches.map(_.toLong).max}", conf)
+  }
+
   /** Offset log format v1: "v1", then the batch metadata as JSON, then one line per source. */
   private def read(entry: String, hadoopConf: Configuration): Long = {
     val path = new Path(entry)

@@ -60,6 +60,7 @@ final class PaneInput(
     val output = late.foldLeft(schema.add(WindowSpec.FireColumn, LongType, nullable = false))(
       _.add(_))
     val time = schema.fieldIndex(WindowSpec.EventTimeColumn)
+    val beat = schema.fieldNames.indexOf(IdleClock.BeatColumn) // WATERMARK IDLE
     val sources = LateRows.sourceFields(schema).map(f => schema.fieldIndex(f.name))
     val (cp, conf, counted, panes) = (checkpoint, hadoopConf, counters, geometry)
     val tail: Seq[Any] = if (late.isDefined) Seq(null) else Nil
@@ -67,7 +68,8 @@ final class PaneInput(
       val w = SplWatermark(panes).of(BatchWatermark.current(cp, conf.value.value))
       val rule = PaneRule(panes)
       rows.flatMap { row =>
-        if (row.isNullAt(time)) { counted.notWindowed.add(1); Iterator.empty }
+        if (beat >= 0 && row.getBoolean(beat)) Iterator.empty // the idle clock's: it did its part
+        else if (row.isNullAt(time)) { counted.notWindowed.add(1); Iterator.empty }
         else {
           val t = PaneInput.micros(row.get(time))
           if (rule.isLate(t, w)) {
@@ -91,9 +93,11 @@ final class PaneInput(
     val sourceColumns = if (late.isEmpty) Nil else Seq(functions.struct(LateRows
       .sourceFields(tuples.schema).map(f => tuples.col(s"`${f.name}`")): _*).as("__sx_src"))
     // Event time as a long: no Timestamp object per tuple.
+    val beats = Option.when(tuples.schema.fieldNames.contains(IdleClock.BeatColumn))(())
+      .map(_ => tuples.col(IdleClock.BeatColumn)).toSeq // WATERMARK IDLE: its clock's rows
     val narrow = tuples.select(((keys ++ read).map(c => tuples.col(s"`$c`")) :+
       expr(s"unix_micros(`${WindowSpec.EventTimeColumn}`)").as(PaneInput.MicrosColumn)) ++
-      sourceColumns: _*)
+      beats ++ sourceColumns: _*)
     val schema = narrow.schema
     val partials = new FiringPartials(spec, schema, Nil)
     val output = StructType(keys.map(c => schema(c)) ++
@@ -102,6 +106,7 @@ final class PaneInput(
     val (cp, conf, counted) = (checkpoint, hadoopConf, counters)
     val (panes, keyCount) = (geometry, keys.length)
     val time = schema.fieldIndex(PaneInput.MicrosColumn)
+    val beat = schema.fieldNames.indexOf(IdleClock.BeatColumn)
     val tail: Seq[Any] = if (late.isDefined) Seq(null) else Nil
     narrow.mapPartitions { rows: Iterator[Row] =>
       val w = SplWatermark(panes).of(BatchWatermark.current(cp, conf.value.value))
@@ -110,7 +115,8 @@ final class PaneInput(
       // Partition key -> pane N -> partials.
       val open = mutable.HashMap.empty[Any, mutable.LongMap[Array[Any]]]
       rows.foreach { row =>
-        if (row.isNullAt(time)) counted.notWindowed.add(1)
+        if (beat >= 0 && row.getBoolean(beat)) () // the idle clock's row: it did its part
+        else if (row.isNullAt(time)) counted.notWindowed.add(1)
         else {
           val t = row.getLong(time)
           if (rule.isLate(t, w)) {

@@ -67,6 +67,15 @@ object StreamProgress {
       val stateRows = p.stateOperators.map(_.numRowsTotal).sum
       val stateBytes = p.stateOperators.map(_.memoryUsedBytes).sum
       t.rowsIn += p.numInputRows
+      // WATERMARK IDLE: the idle clock learns when data last came (the end of its micro-batch:
+      // a trigger's start can be long before its sources are read), and its event time.
+      p.sources.find(_.description.startsWith(IdleClock.Name)).foreach { clock =>
+        val end = java.time.Instant.parse(p.timestamp).toEpochMilli +
+          Option(p.durationMs.get("triggerExecution")).map(_.longValue).getOrElse(0L)
+        IdleClock.progress(clock.description, p.sources.filterNot(_ eq clock)
+          .map(_.numInputRows).sum, end,
+          Option(p.eventTime.get("max")).map(java.time.Instant.parse(_).toEpochMilli))
+      }
       t.stateCurve.synchronized {
         t.stateCurve.addLast(Array(p.batchId, stateRows))
         if (t.stateCurve.size > MaxCurve) t.stateCurve.removeFirst()

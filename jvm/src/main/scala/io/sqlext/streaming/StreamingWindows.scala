@@ -3,7 +3,7 @@ package io.sqlext.streaming
 import io.sqlext.SqlExtErrors
 import io.sqlext.window.{Family, Watermark, WindowSpec}
 import org.apache.spark.sql.{DataFrame, Encoders, KeyValueGroupedDataset, Row}
-import org.apache.spark.sql.functions.lit
+import org.apache.spark.sql.functions.{col, lit}
 import org.apache.spark.sql.streaming.{OutputMode, TimeMode}
 import org.apache.spark.sql.types._
 import org.apache.spark.util.SerializableConfiguration
@@ -79,7 +79,9 @@ object StreamingWindows {
     // Spark's watermark is the SPL watermark minus the discard age, less 1 ms (architecture.md
     // section 3); late tuples are dropped by PaneInput under the batch's own watermark.
     val delayMs = SplWatermark.delayMs(spec.watermarkDelay, spec.discard)
-    val watermarked = input.withWatermark(WindowSpec.EventTimeColumn, s"$delayMs milliseconds")
+    val watermarked = if (spec.watermarkIdle <= 0) {
+      input.withWatermark(WindowSpec.EventTimeColumn, s"$delayMs milliseconds")
+    } else idleClocked(input, spec, delayMs, BatchWatermark.qualified(session, checkpoint))
     val metaNames = spec.meta.distinct.map(WindowSpec.MetaColumns)
     if (FiringPartials.enabled(spec)) {
       // Partials per map task and pane; each pane's cross the shuffle, keyed by partition.
@@ -105,6 +107,26 @@ object StreamingWindows {
           TimeMode.EventTime(), OutputMode.Append())(Encoders.row(output))
         .toDF()
     }
+  }
+
+  /**
+   * WATERMARK DELAY d IDLE t: the input and the rows of an [[IdleClock]], whose event times
+   * move Spark's watermark while the input is idle. [[PaneInput]] drops them (column
+   * __sx_beat): a filter right after the watermark would not do, Spark's optimizer pushes it
+   * below the watermark and prunes the clock's branch of the union.
+   */
+  private def idleClocked(input: DataFrame, spec: WindowSpec, delayMs: Long,
+      checkpoint: String): DataFrame = {
+    val beat = IdleClock.BeatColumn
+    val clock = input.sparkSession.readStream.format(classOf[IdleClockSource].getName)
+      .option("idleMs", math.round(spec.watermarkIdle * 1000).toString)
+      .option("delayMs", delayMs.toString).option("checkpoint", checkpoint).load()
+      .select(input.schema.fields.map { f =>
+        if (f.name == WindowSpec.EventTimeColumn) col("event_time").as(f.name)
+        else lit(null).cast(f.dataType).as(f.name)
+      }.toIndexedSeq :+ lit(true).as(beat): _*)
+    input.withColumn(beat, lit(false)).unionByName(clock)
+      .withWatermark(WindowSpec.EventTimeColumn, s"$delayMs milliseconds")
   }
 
   /** WATERMARK BY: markers act across partitions and between tuples, so one state machine

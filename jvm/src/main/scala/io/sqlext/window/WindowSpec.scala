@@ -40,7 +40,8 @@ final case class WindowSpec(
     aggregates: Seq[(String, String)] = Nil,
     emitPanes: String = "",
     earlyEvery: Double = 0.0,
-    lateRows: String = "") {
+    lateRows: String = "",
+    watermarkIdle: Double = 0.0) {
 
   /** The window as typed values ([[Family]]); `fromJson` parses it, so an unknown name
    *  fails there. */
@@ -135,7 +136,8 @@ object WindowSpec {
     "policy_text", "partition_columns", "ordered", "meta", "trigger", "trigger_count",
     "trigger_delta", "trigger_seconds", "partition_eviction", "partition_eviction_value",
     "emit_incomplete", "emit_evicted", "duration", "period", "discard", "offset", "watermark",
-    "watermark_delay", "aggregates", "emit_panes", "early_every", "late_rows")
+    "watermark_delay", "aggregates", "emit_panes", "early_every", "late_rows",
+    "watermark_idle")
 
   def unknown(field: String, value: String): IllegalArgumentException =
     new IllegalArgumentException(s"sql_ext window spec: unknown $field '$value' " +
@@ -179,7 +181,8 @@ object WindowSpec {
         .map(pair => (pair.head, pair(1))),
       emitPanes = (json \ "emit_panes").extractOrElse[String](""),
       earlyEvery = (json \ "early_every").extractOrElse[Double](0.0),
-      lateRows = (json \ "late_rows").extractOrElse[String](""))
+      lateRows = (json \ "late_rows").extractOrElse[String](""),
+      watermarkIdle = (json \ "watermark_idle").extractOrElse[Double](0.0))
     spec.family
     spec.paneEmit // typed once, here: an unknown name fails now, not mid-query
     spec.partitionEvictionPolicy
