@@ -182,6 +182,16 @@ def define(spark: SparkSession, db: str, table: str, definition: Definition,
     write(spark, db, table, changes)
 
 
+# The window of a streaming table as window_state() reads it (io.sqlext.streaming.WindowState).
+WINDOW_PROPERTY = f"{PREFIX}.window"
+
+
+def record_window(spark: SparkSession, entry: Entry, window: str) -> None:
+    """Stores the planned window (JSON) with the table, when it changed."""
+    if read(spark, entry.db, entry.table).get(WINDOW_PROPERTY) != window:
+        write(spark, entry.db, entry.table, {WINDOW_PROPERTY: window})
+
+
 def record_state(spark: SparkSession, entry: Entry, state: str) -> None:
     """Records `state` unless it is already the recorded one (a metastore write saved)."""
     if entry.state != state:

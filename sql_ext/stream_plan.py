@@ -230,6 +230,7 @@ class StreamPlan:
     merge_on: list[str]  # the columns that identify a row, when `refires`
     state_shape: dict  # what the checkpoint's window state depends on (see STATE_FIELDS)
     late_rows: str = ""  # LATE ROWS INTO: the table; its rows come in the column LATE_COLUMN
+    window: str = ""  # the window as window_state() reads it (WINDOW_PROPERTY)
 
     def late_schema(self):
         """The LATE ROWS INTO table's columns."""
@@ -276,8 +277,12 @@ def plan_stream(spark: SparkSession, name: str, query: str, trigger: str | float
     if refires:
         outer = outer.select(exp.alias_(exp.column("__sx_pidx"), INDEX_COLUMN), copy=False)
     shape = {field: lowered.spec.get(field) for field in STATE_FIELDS}
+    # What window_state() needs to read the checkpoint: the window spec (with its partials) and
+    # the partition keys as written.
+    window = json.dumps({"spec": lowered.spec, "partitions": [
+        p.sql(dialect="spark") for p in lowered.model.partition_by]}, separators=(",", ":"))
     return StreamPlan(firings, firings_view, outer.sql(dialect="spark"), refires, merge_on,
-                      shape, late_rows)
+                      shape, late_rows, window)
 
 
 def late_rows_table(query: str) -> str:

@@ -269,6 +269,7 @@ def _start(spark: SparkSession, entry: Entry, plan: StreamPlan,
         else writer.trigger(processingTime=f"{float(trigger)} seconds")
     progress.watch(spark._jsparkSession)
     catalog.record_state(spark, entry, "RUNNING")
+    catalog.record_window(spark, entry, plan.window)
     run = StreamingTable(entry, None, spark, location)
     with stream_settings(spark):  # the stream's session is a copy made at start
         query = run.query = writer.start()

@@ -261,7 +261,9 @@ def pane_firings(rows, duration, period=None, discard=0.0, offset=0.0, *, event_
     early_clock: row -> value or None; rows where it is not None are clock markers (streaming:
       a micro-batch's processing time, after its tuples): the early check runs there only.
     Returns {"firings": [...], "dropped": n_late_dropped, "not_windowed": n_null_event_time,
-      "late_rows": [{"row", "event_time", "watermark" (seconds), "panes": [(start, end)]}]}.
+      "late_rows": [{"row", "event_time", "watermark" (seconds), "panes": [(start, end)]}],
+      "open": [{"partition", "window_id", "rows", "complete", "fresh", "firings"}] (the panes
+      still open at the end: what a stream's window state holds)}.
     Each firing: {"partition", "pane_start", "pane_end" (same type as the event times),
       "window_id" (N of the pane start N*period + offset), "timing" ("ON_TIME" | "LATE"),
       "index" (0, 1, 2, ... per pane and partition), "rows": [row dicts of the pane's partition
@@ -301,5 +303,10 @@ def pane_firings(rows, duration, period=None, discard=0.0, offset=0.0, *, event_
             window.early(latest)
     if final_watermark:
         window.advance(INFINITY)
+    open_panes = [{"partition": key, "window_id": n, "rows": list(rows),
+                   "complete": pane.complete, "fresh": key in pane.fresh,
+                   "firings": pane.triggers.get(key, 0)}
+                  for n, pane in sorted(window.panes.items())
+                  for key, rows in pane.parts.items()]
     return {"firings": window.firings, "dropped": window.dropped, "not_windowed": not_windowed,
-            "late_rows": window.late_rows}
+            "late_rows": window.late_rows, "open": open_panes}

@@ -5,6 +5,7 @@ import io.sqlext.execution.{RankArrival, WindowStrategy}
 import io.sqlext.expressions.ArrivalSequence
 import io.sqlext.optimizer.{ExpandPanes, IncrementalWindowAggregate}
 import io.sqlext.parser.RewritingParser
+import io.sqlext.streaming.WindowState
 import org.apache.spark.sql.SparkSessionExtensions
 
 /** Entry point (`spark.sql.extensions=io.sqlext.SqlExtExtensions`); it only wires. */
@@ -14,6 +15,8 @@ class SqlExtExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectParser((session, delegate) => new RewritingParser(session, delegate))
     // Analysis: the rewriter's target, sql_ext_window(TABLE(...), spec), becomes WindowAssign.
     extensions.injectTableFunction(WindowTableFunction.registration)
+    // Analysis: window_state('<streaming table>') reads a stream's window state (spec 8).
+    extensions.injectTableFunction(WindowState.registration)
     // Analysis: sql_ext_arrival() and sql_ext_arrival_file(), a row's place in source order.
     ArrivalSequence.registrations.foreach(extensions.injectFunction)
     // Analysis: Python UDAFs shared later reach every session made after (JDBC connections).
