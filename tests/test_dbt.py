@@ -7,6 +7,7 @@ applied in place; --empty and dbt show start no stream; a continuous stream outl
 found running by the next run, and the stream_is_running test sees it stopped."""
 
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,20 @@ def test_the_example_project_through_thrift(thrift_server, tmp_path, monkeypatch
         assert sorted(_fetch(cursor, "SELECT * FROM analytics.traffic_flow")) == sorted(_fetch(
             cursor, "SELECT * FROM analytics.traffic_flow_batch WHERE time_end <= "
                     "(SELECT MAX(event_time) - INTERVAL 5 SECONDS FROM raw.traffic)"))
+        # EMIT FINAL: the panes that closed (no discard age: the same ones), once each, FINAL;
+        # the readings come in order, so none is late.
+        assert sorted(_fetch(cursor, "SELECT freeway, time_start, time_end, flow, readings "
+                                     "FROM analytics.traffic_flow_final")) == sorted(_fetch(
+            cursor, "SELECT * FROM analytics.traffic_flow_batch WHERE time_end <= "
+                    "(SELECT MAX(event_time) - INTERVAL 5 SECONDS FROM raw.traffic)"))
+        assert _fetch(cursor, "SELECT DISTINCT timing FROM analytics.traffic_flow_final") \
+            == [("FINAL",)]
+        assert _fetch(cursor, "SELECT COUNT(*) FROM analytics.traffic_flow_late") == [(0,)]
+        # window_state(): traffic_flow's open panes, those not yet past end + discard age.
+        assert _fetch(cursor, "SELECT COUNT(*) FROM analytics.traffic_flow_state") == _fetch(
+            cursor, "SELECT COUNT(*) FROM analytics.traffic_flow_batch WHERE time_end + "
+                    "INTERVAL 1000 SECONDS > (SELECT MAX(event_time) - INTERVAL 5 SECONDS "
+                    "FROM raw.traffic)")
 
         # The UDAF module serves every connection: dbt's model and this PyHive one.
         totals = _fetch(cursor, "SELECT by_udaf, by_sum FROM analytics.lane_totals")
@@ -164,10 +179,20 @@ models:
 """
 
 
+# WATERMARK ... IDLE: the last panes close while the source is idle.
+LIVE_FLOW = """
+{{ config(materialized='streaming_table', trigger=1) }}
+SELECT freeway, PANE_START() AS time_start, PANE_END() AS time_end, COUNT(*) AS readings
+FROM STREAM({{ source('raw', 'traffic') }})
+WINDOW TIME_INTERVAL(10) ON event_time OVER (PARTITION BY freeway) WATERMARK DELAY 0 IDLE 1
+"""
+
+
 def test_a_continuous_model_outlives_dbt_and_is_found_running(thrift_server, tmp_path,
                                                                monkeypatch):
     project = _project(tmp_path, thrift_server, monkeypatch)
     _model(project, "live_counts", LIVE_COUNTS)
+    _model(project, "live_flow", LIVE_FLOW)
     (project / "models" / "live.yml").write_text(LIVE_TESTS)
     dbt = Dbt(project, "thrift", raw_schema="raw_live")  # its own source: runs in any order
     dbt("deps")
@@ -181,6 +206,20 @@ def test_a_continuous_model_outlives_dbt_and_is_found_running(thrift_server, tmp
     assert "stream_is_running" in str([r.node.name for r in stopped.result if r.failures])
     dbt("run", "-s", "live_counts")  # started again
     dbt("test", "-s", "live_counts")
+
+    # IDLE: no reading comes after the append, yet the pane of the last one closes.
+    dbt("run", "-s", "live_flow")
+    with hive.connect(host="127.0.0.1", port=thrift_server) as conn:
+        cursor = conn.cursor()
+        last = _fetch(cursor, "SELECT MAX(event_time) FROM raw_live.traffic")[0][0]
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            closed = _fetch(cursor, "SELECT MAX(time_end) FROM analytics.live_flow")[0][0]
+            if closed is not None and closed > last:
+                break
+            time.sleep(1)
+        assert closed is not None and closed > last, (closed, last)
+    dbt("run-operation", "sql_ext.stop_stream", "--args", "{name: live_flow}")
 
 
 def test_streaming_models_in_a_session_profile(spark, tmp_path, monkeypatch):
