@@ -6,7 +6,8 @@
 
 Batch queries are executed in full into Spark's `noop` sink; the best of `--repeat` runs counts.
 Streaming queries (bench_streaming.py) run against Spark's own streaming windows, both sinks;
-then the state after 1x and 10x input, and the latency at 10K rows/s (bench_latency.py).
+then the state after 1x and 10x input, the latency at 10K rows/s (bench_latency.py), and LATE
+ROWS INTO and EMIT FINAL against the same query without them (bench_late.py, `--only late`).
 Data is written once as Parquet under .cache/bench so every query scans the same files.
 """
 
@@ -26,6 +27,7 @@ import sql_ext
 from sql_ext.udaf import reduce_windows
 
 import bench_latency  # noqa: E402 - beside this script
+import bench_late  # noqa: E402
 import bench_streaming  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -160,7 +162,7 @@ def main() -> int:
     make_data(spark, args.rows, args.keys)
     print(f"rows={args.rows:,} keys={args.keys:,} local[2]", flush=True)
     wanted = set(args.only or ["count", "delta", "udaf", "sliding", "eviction", "panes",
-                               "streaming"])
+                               "streaming", "late"])
     r = args.repeat
 
     if "count" in wanted or "delta" in wanted:
@@ -217,6 +219,9 @@ def main() -> int:
         bench_streaming.state_growth(spark, max(sizes), args.stream_parts, args.keys,
                                      args.stream_queries)
         bench_latency.benchmark(spark)
+    if "late" in wanted:
+        bench_late.benchmark(spark, max(min(size, args.rows) for size in args.stream_sizes),
+                             args.stream_parts, args.stream_repeat)
     spark.stop()
     return 0
 

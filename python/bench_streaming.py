@@ -40,13 +40,13 @@ def queries(rows: int, parts: int, keys: int) -> dict[str, tuple[str, str, tuple
     }
 
 
-def source(spark, rows: int, parts: int) -> tuple[Path, str]:
-    """The first `rows` bench rows as `parts` Delta appends in event-time order, one file each,
-    in a new work folder."""
+def source(spark, rows: int, parts: int, table: str = "bench") -> tuple[Path, str]:
+    """The first `rows` rows of `table` (the bench rows) as `parts` Delta appends in seq order,
+    one file each, in a new work folder."""
     work = Path(tempfile.mkdtemp(prefix="sx_stream_bench_"))
     path = str(work / "source")
     for part in range(parts):
-        spark.table("bench") \
+        spark.table(table) \
             .where(f"seq >= {part * rows // parts} AND seq < {(part + 1) * rows // parts}") \
             .coalesce(1).write.format("delta").mode("append").save(path)
     return work, path
@@ -78,7 +78,8 @@ def native(spark, path: str, cut: str, work: Path, sink: str, window: tuple[str,
     return query
 
 
-def ours(spark, path: str, cut: str, work: Path, sink: str, clause: str, column: str):
+def ours(spark, path: str, cut: str, work: Path, sink: str, clause: str, column: str,
+         name: str = "bench_stream_out"):
     """Our streaming table `bench_stream_out` (new each time) into `sink`; the finished query."""
     from sql_ext.stream_sink import BENCH_SINK
     from sql_ext.streaming import create_streaming_table
@@ -88,7 +89,7 @@ def ours(spark, path: str, cut: str, work: Path, sink: str, clause: str, column:
     spark.conf.set(BENCH_SINK, sink)
     try:
         query = create_streaming_table(
-            spark, "bench_stream_out",
+            spark, name,
             f"SELECT k, {column}, SUM(x) AS total, MAX(x) AS top FROM STREAM(bench_stream) "
             f"WINDOW {clause}", checkpoint=str(work / f"ckpt_{stamp}"),
             location=str(work / f"out_{stamp}"), replace=True)

@@ -256,7 +256,7 @@ def test_window_spec_contract_between_python_and_scala(spark):
                 "SELECT SUM(x) FROM t WINDOW SLIDING TIME(3) TRIGGER COUNT(2) "
                 "OVER (ORDER BY ts) EMIT INCOMPLETE",
                 "SELECT SUM(x) FROM t WINDOW TIME_INTERVAL(10, 5, 2, 1) ON ts "
-                "WATERMARK DELAY 3"):
+                "WATERMARK DELAY 3 IDLE 5 LATE ROWS INTO late_t EMIT EARLY EVERY 2"):
         lowered = lower_parts(parse(sql)[0])
         spark.sparkContext._jvm.io.sqlext.window.WindowSpec.fromJson(json.dumps(lowered.spec))
         written |= set(lowered.spec)
