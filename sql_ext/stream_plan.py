@@ -230,6 +230,7 @@ class StreamPlan:
     merge_on: list[str]  # the columns that identify a row, when `refires`
     state_shape: dict  # what the checkpoint's window state depends on (see STATE_FIELDS)
     late_rows: str = ""  # LATE ROWS INTO: the table; its rows come in the column LATE_COLUMN
+    late_in_rows: bool = False  # the late rows ride along the aggregation's rows (no grouping)
     window: str = ""  # the window as window_state() reads it (WINDOW_PROPERTY)
 
     def late_schema(self):
@@ -276,13 +277,33 @@ def plan_stream(spark: SparkSession, name: str, query: str, trigger: str | float
         outer = outer.select(exp.alias_(lowered.key, KEY_COLUMN), copy=False)
     if refires:
         outer = outer.select(exp.alias_(exp.column("__sx_pidx"), INDEX_COLUMN), copy=False)
+    late_in_rows = bool(late_rows) and outer.args.get("group") is None
+    if late_in_rows:
+        outer = _with_late_rows(outer)
     shape = {field: lowered.spec.get(field) for field in STATE_FIELDS}
     # What window_state() needs to read the checkpoint: the window spec (with its partials) and
     # the partition keys as written.
     window = json.dumps({"spec": lowered.spec, "partitions": [
         p.sql(dialect="spark") for p in lowered.model.partition_by]}, separators=(",", ":"))
     return StreamPlan(firings, firings_view, outer.sql(dialect="spark"), refires, merge_on,
-                      shape, late_rows, window)
+                      shape, late_rows, late_in_rows, window)
+
+
+def _with_late_rows(outer: exp.Select) -> exp.Select:
+    """The one-row-per-firing aggregation also hands on the late rows, whatever its filter:
+    the micro-batch then needs one job for both.
+
+        SELECT __sx_p0 AS k, __sx_a0 AS s FROM f WHERE __sx_a1 > 2
+        ->  SELECT __sx_p0 AS k, __sx_a0 AS s, __sx_late FROM f
+            WHERE __sx_a1 > 2 OR NOT __sx_late IS NULL
+    """
+    late = exp.column(LATE_COLUMN)
+    outer = outer.select(late.copy(), copy=False)
+    where = outer.args.get("where")
+    if where is not None:
+        outer.set("where", exp.Where(this=exp.or_(exp.paren(where.this),
+                                                  exp.not_(late.copy().is_(exp.null())))))
+    return outer
 
 
 def late_rows_table(query: str) -> str:
@@ -315,8 +336,8 @@ def carried_key(lowered: LoweredWindow) -> list[str] | None:
 def output_schema(spark: SparkSession, plan: StreamPlan):
     """The streaming table's columns: the aggregation over no firings."""
     schema = plan.firings.schema
-    if plan.late_rows:
+    if plan.late_rows and not plan.late_in_rows:
         schema = type(schema)([f for f in schema.fields if f.name != LATE_COLUMN])
     spark.createDataFrame([], schema).createOrReplaceTempView(plan.firings_view)
-    rows = spark.sql(plan.outer_sql)
-    return (rows.drop(INDEX_COLUMN) if plan.refires else rows).schema
+    rows = spark.sql(plan.outer_sql).drop(INDEX_COLUMN, LATE_COLUMN)
+    return rows.schema

@@ -165,13 +165,17 @@ class LateRowsSink:
         if rows.sparkSession.conf.get(BENCH_SINK, "delta") == "noop":
             rows.write.format("noop").mode("overwrite").save()
             return
-        if rows.count() == 0:  # from the cached micro-batch: no commit without late rows
-            return
+        # No rows, no commit (DeltaBatchAppend): no count job first.
         bridge.delta_batch_append(rows.coalesce(1), self.location, self.app_id, batch_id)
 
 
 def _quoted(column: str) -> str:
     return "`" + column.replace("`", "``") + "`"
+
+
+def fault_stage() -> str:
+    """The stage of a micro-batch at which the test hook fault_point stops ("written")."""
+    return os.environ.get("SQL_EXT_FAULT_STAGE", "written")
 
 
 def fault_point(batch_id: int, stage: str = "written") -> None:
@@ -180,8 +184,7 @@ def fault_point(batch_id: int, stage: str = "written") -> None:
     killed (before its offsets are committed). SQL_EXT_FAULT_STAGE=firings stops a stream with
     LATE ROWS INTO between the commit of its firings and that of its late rows instead."""
     marker = os.environ.get("SQL_EXT_FAULT_PAUSE")
-    if marker and not os.path.exists(marker) \
-            and stage == os.environ.get("SQL_EXT_FAULT_STAGE", "written") \
+    if marker and not os.path.exists(marker) and stage == fault_stage() \
             and batch_id >= int(os.environ.get("SQL_EXT_FAULT_BATCH", "0")):
         with open(marker, "w") as out:
             out.write(str(batch_id))

@@ -23,6 +23,7 @@ import time
 import uuid
 from urllib.parse import urlparse
 
+from pyspark import InheritableThread
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
@@ -36,7 +37,7 @@ from sql_ext.stream_plan import (INDEX_COLUMN, LATE_COLUMN, StreamPlan, output_s
 from sql_ext.stream_runs import (StreamingTable, named_entry, now, running, runs,
                                  short_error)
 from sql_ext.stream_sink import (DeltaSink, LateRowsSink, create_late_table, create_table,
-                                 fault_point, set_properties, stream_settings)
+                                 fault_point, fault_stage, set_properties, stream_settings)
 # SHOW STREAMS and a stream's status are part of this module's API.
 from sql_ext.stream_status import (STREAM_COLUMNS, show_streams, state_curve,  # noqa: F401
                                    stream_status)
@@ -231,37 +232,60 @@ def _start(spark: SparkSession, entry: Entry, plan: StreamPlan,
     progress = bridge.stream_progress(spark)
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
-        if late_sink is None:
-            write_firings(batch, batch_id)
+        if late_sink is None or plan.late_in_rows:
+            # One job computes the micro-batch; with LATE ROWS INTO its late rows ride along
+            # the firings' rows (column LATE_COLUMN) and are split off afterwards.
+            rows, upsert, written, late = compute(batch, batch_id)
+            firing_rows = rows if late_sink is None \
+                else rows.where(F.col(LATE_COLUMN).isNull()).drop(LATE_COLUMN)
+            late_rows = rows.where(F.col(LATE_COLUMN).isNotNull()).select(f"{LATE_COLUMN}.*") \
+                if late else None
+            commit(firing_rows, late_rows, batch_id, upsert, written)
             return
-        # Firings and late rows leave the window processor together: computed once (cached),
-        # then each written in its own exactly-once commit.
+        # A query that groups its firings: firings and late rows come out of the window
+        # processor together, computed once (cached), then split.
         both = batch.persist()
         try:
-            write_firings(both.where(F.col(LATE_COLUMN).isNull()).drop(LATE_COLUMN), batch_id)
-            fault_point(batch_id, "firings")
-            late_sink.write(both.where(F.col(LATE_COLUMN).isNotNull())
-                            .select(f"{LATE_COLUMN}.*"), batch_id)
-            fault_point(batch_id)
+            rows, upsert, written, _ = compute(
+                both.where(F.col(LATE_COLUMN).isNull()).drop(LATE_COLUMN), batch_id)
+            commit(rows, both.where(F.col(LATE_COLUMN).isNotNull()).select(f"{LATE_COLUMN}.*"),
+                   batch_id, upsert, written)
         finally:
             both.unpersist()
 
-    def write_firings(batch: DataFrame, batch_id: int) -> None:
+    def compute(batch: DataFrame, batch_id: int):
+        """The micro-batch's rows, computed once, always: the window state of the batch
+        commits only when all of its partitions run, also when Delta skips the write of a
+        batch replayed after a restart. The same job observes how many rows there are, whether
+        any re-fires a pane, and how many late rows ride along: (rows, upsert, written, late)."""
         batch.createOrReplaceTempView(plan.firings_view)
-        # Computed once, always: the window state of the batch commits only when all of its
-        # partitions run, also when Delta skips the MERGE of a batch replayed after a restart.
-        # The same job observes how many rows there are and whether any re-fires a pane.
+        late = F.col(LATE_COLUMN).isNotNull() if plan.late_in_rows else F.lit(False)
         figures = Observation()
         rows = batch.sparkSession.sql(plan.outer_sql).observe(
-            figures, F.count(F.lit(1)).alias("written"),
+            figures, F.count(F.when(~late, 1)).alias("written"),
+            F.count(F.when(late, 1)).alias("late"),
             (F.coalesce(F.max(INDEX_COLUMN), F.lit(0)) > 0 if plan.refires else F.lit(False))
             .alias("upsert")).localCheckpoint(eager=True)
         observed = figures.get
-        written, upsert = observed["written"], observed["upsert"]
-        sink.write(rows.drop(INDEX_COLUMN) if plan.refires else rows, batch_id, upsert, written)
-        _written(run, batch_id, written)
-        if late_sink is None:
-            fault_point(batch_id)
+        rows = rows.drop(INDEX_COLUMN) if plan.refires else rows
+        return rows, observed["upsert"], observed["written"], observed["late"]
+
+    def commit(rows: DataFrame, late: DataFrame | None, batch_id: int, upsert: bool,
+               written: int) -> None:
+        """Writes the firings' rows and the late rows, each in its own exactly-once commit:
+        at the same time when both are appends."""
+        def firings() -> None:
+            sink.write(rows, batch_id, upsert, written)
+            _written(run, batch_id, written)
+        if late is None:
+            firings()
+        elif upsert or fault_stage() == "firings":  # (and a test's stop between the two)
+            firings()
+            fault_point(batch_id, "firings")
+            late_sink.write(late, batch_id)
+        else:
+            _together(firings, lambda: late_sink.write(late, batch_id))
+        fault_point(batch_id)
 
     writer = (plan.firings.writeStream.foreachBatch(write_batch).queryName(entry.key)
               .option("checkpointLocation", entry.definition.checkpoint))
@@ -281,6 +305,26 @@ def _start(spark: SparkSession, entry: Entry, plan: StreamPlan,
     log.info("sql_ext streaming table %s started (%s, checkpoint %s)", entry.name,
              entry.definition.trigger_text(), entry.definition.checkpoint)
     return query
+
+
+def _together(first, second) -> None:
+    """Runs both at once (the second in a thread that keeps the micro-batch's local
+    properties); raises the first failure."""
+    failure = []
+
+    def run_second() -> None:
+        try:
+            second()
+        except BaseException as error:  # noqa: BLE001 - raised below, in the batch's thread
+            failure.append(error)
+    thread = InheritableThread(target=run_second)
+    thread.start()
+    try:
+        first()
+    finally:
+        thread.join()
+    if failure:
+        raise failure[0]
 
 
 def _written(run: StreamingTable, batch_id: int, written: int) -> None:

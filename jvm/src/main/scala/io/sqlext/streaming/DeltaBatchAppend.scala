@@ -42,6 +42,7 @@ object DeltaBatchAppend extends Logging {
         s"table at $path: columns ${columns.mkString(", ")}, the table has ${table.mkString(", ")}")
     }
     val files = txn.writeFiles(rows)
+    if (files.isEmpty) return false // no rows: nothing to commit (a replay has none either)
     txn.commit(files :+ SetTransaction(appId, batchId, Some(System.currentTimeMillis())),
       DeltaOperations.StreamingUpdate(OutputMode.Append(), queryId, batchId, None))
     true

@@ -3,6 +3,7 @@ package io.sqlext.streaming
 import io.sqlext.execution.LateRows
 import io.sqlext.window.{Micros, PaneRule, PaneSpec, WindowSpec}
 import org.apache.spark.sql.{functions, DataFrame, Encoders, Row}
+import org.apache.spark.sql.sqlext.CatalystColumns
 import org.apache.spark.sql.catalyst.util.DateTimeUtils
 import org.apache.spark.sql.functions.expr
 import org.apache.spark.sql.types._
@@ -89,9 +90,13 @@ final class PaneInput(
     val keys = spec.partitionColumns
     val read = spec.aggregates.map(_._2).filter(_ != "*").distinct.filterNot(keys.contains)
     val late = lateField(tuples.schema)
-    // LATE ROWS INTO: the source columns, read only from a late tuple.
-    val sourceColumns = if (late.isEmpty) Nil else Seq(functions.struct(LateRows
-      .sourceFields(tuples.schema).map(f => tuples.col(s"`${f.name}`")): _*).as("__sx_src"))
+    // LATE ROWS INTO: the source columns of a late tuple; NULL (nothing to convert) for the
+    // others, decided before the rows leave Spark's format.
+    val sourceColumns = if (late.isEmpty) Nil else Seq(functions.when(
+      expr(s"unix_micros(`${WindowSpec.EventTimeColumn}`)") < CatalystColumns.of(
+        LateDropPoint(geometry, checkpoint, hadoopConf)),
+      functions.struct(LateRows.sourceFields(tuples.schema).map(f =>
+        tuples.col(s"`${f.name}`")): _*)).as("__sx_src"))
     // Event time as a long: no Timestamp object per tuple.
     val beats = Option.when(tuples.schema.fieldNames.contains(IdleClock.BeatColumn))(())
       .map(_ => tuples.col(IdleClock.BeatColumn)).toSeq // WATERMARK IDLE: its clock's rows

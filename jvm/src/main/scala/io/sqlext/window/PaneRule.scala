@@ -101,8 +101,11 @@ final case class PaneStep(fired: Option[PaneFiring], next: Option[PaneState])
 final case class PaneRule(panes: PaneSpec, emit: PaneEmit = PaneEmit.Updates) {
 
   /** A tuple SPL drops: older than W - discard age (no watermark yet: Long.MinValue). */
-  def isLate(time: Long, watermark: Long): Boolean =
-    watermark != Long.MinValue && time < watermark - panes.discard
+  def isLate(time: Long, watermark: Long): Boolean = time < dropPoint(watermark)
+
+  /** The event time below which tuples are late under watermark W (none before the first). */
+  def dropPoint(watermark: Long): Long =
+    if (watermark == Long.MinValue) Long.MinValue else watermark - panes.discard
 
   /** A pane created by its first tuple at `clock` (EMIT EARLY: it may fire early at once). */
   def created(clock: Long): PaneState = emit match {
