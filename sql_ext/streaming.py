@@ -102,8 +102,8 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str, *,
             spark.sql(f"DROP TABLE {name}")  # a managed table's files go with it
         create_table(spark, name, output_schema(spark, plan), location, replace,
                      definition.partitioned_by, dict(definition.tblproperties))
-        if plan.late_rows:
-            create_late_table(spark, plan.late_rows, plan.late_schema(), replace)
+        if plan.late_rows and replace:  # starts over: so do its late rows (_start creates)
+            create_late_table(spark, plan.late_rows, plan.late_schema(), replace=True)
         try:
             catalog.define(spark, db, table, definition, uuid.uuid4().hex)
         except Exception:

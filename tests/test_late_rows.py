@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle_panes import pane_firings
 from test_exactly_once import BATCHES, _run_driver
-from test_panes_sql import SELECT, _number, _shape_sql, pane_rows
+from test_panes_sql import SELECT, _number, _shape_sql, pane_rows, window_input
 from test_streaming import T0, _run_batches, micro_batches
 from test_tumbling_oracle import SETTINGS
 
@@ -42,21 +42,7 @@ def test_batch_late_rows_match_oracle(spark, timestamps, data, partitioned, mode
     """The late table holds exactly the oracle's dropped tuples; the query's own rows are the
     same as without LATE ROWS INTO."""
     rows = data.draw(pane_rows(timestamps))
-    if mode == "delay":
-        rows = [r for r in rows if r["wm"] is None]
-    ts_type = "timestamp" if timestamps else "double"
-    spark.createDataFrame([(r["seq"], r["id"], r["k"], r["ts"], r["wm"]) for r in rows],
-                          f"seq long, id long, k string, ts {ts_type}, wm {ts_type}") \
-        .coalesce(1).createOrReplaceTempView("panes_input")
-    partition = "PARTITION BY k " if partitioned else ""
-    kwargs = {"partition_by": (lambda r: r["k"]) if partitioned else None,
-              "order_by": lambda r: r["seq"]}
-    if mode == "delay":
-        clause = f"OVER ({partition}ORDER BY seq) WATERMARK DELAY 3"
-        kwargs.update(watermark_delay=3)
-    else:
-        clause = f"OVER ({partition}ORDER BY seq) WATERMARK BY wm"
-        kwargs.update(watermark_by=lambda r: r["wm"])
+    clause, kwargs, rows = window_input(spark, rows, timestamps, partitioned, mode)
     window = f"TIME_INTERVAL{interval} ON ts {clause}"
     key = "k" if partitioned else "NULL"
     got = spark.sql(SELECT.format(key=key, window=f"{window} LATE ROWS INTO late_batch"))

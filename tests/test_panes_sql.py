@@ -74,16 +74,10 @@ def pane_rows(draw, timestamps):
     return rows
 
 
-INTERVALS = st.sampled_from([(10, 5, 15, 0), (10, 10, 0, 3), (4, 7, 2, 1), (6, 2, 0, 0)])
-
-
-@SETTINGS
-@given(timestamps=st.booleans(), data=st.data(), interval=INTERVALS,
-       partitioned=st.booleans(), mode=st.sampled_from(["default", "delay", "by"]),
-       emit=st.sampled_from([None, "final", "early"]))
-def test_time_interval_matches_oracle(spark, timestamps, data, interval, partitioned, mode,
-                                      emit):
-    rows = data.draw(pane_rows(timestamps))
+def window_input(spark, rows, timestamps, partitioned, mode):
+    """Registers `rows` as the view panes_input (markers only with WATERMARK BY); the window's
+    OVER and WATERMARK parts for `mode` (default, delay, by), the oracle's arguments for them,
+    and the rows kept."""
     if mode != "by":  # markers only exist with WATERMARK BY
         rows = [r for r in rows if r["wm"] is None]
     ts_type = "timestamp" if timestamps else "double"
@@ -100,6 +94,20 @@ def test_time_interval_matches_oracle(spark, timestamps, data, interval, partiti
     else:
         clause = f"OVER ({partition}ORDER BY seq) WATERMARK BY wm"
         kwargs.update(order_by=lambda r: r["seq"], watermark_by=lambda r: r["wm"])
+    return clause, kwargs, rows
+
+
+INTERVALS = st.sampled_from([(10, 5, 15, 0), (10, 10, 0, 3), (4, 7, 2, 1), (6, 2, 0, 0)])
+
+
+@SETTINGS
+@given(timestamps=st.booleans(), data=st.data(), interval=INTERVALS,
+       partitioned=st.booleans(), mode=st.sampled_from(["default", "delay", "by"]),
+       emit=st.sampled_from([None, "final", "early"]))
+def test_time_interval_matches_oracle(spark, timestamps, data, interval, partitioned, mode,
+                                      emit):
+    rows = data.draw(pane_rows(timestamps))
+    clause, kwargs, rows = window_input(spark, rows, timestamps, partitioned, mode)
     if emit == "final":
         clause += " EMIT FINAL"
         kwargs.update(emit="final")

@@ -60,7 +60,7 @@ private class IdleClockStream(idleMs: Long, delayMs: Long, checkpoint: String)
   private val id = UUID.randomUUID().toString
   /** When data last came (wall clock, ms) and its highest event time (ms). */
   @volatile private var lastData: (Long, Long) = {
-    val watermark = IdleClock.lastWatermark(checkpoint)
+    val watermark = BatchWatermark.latest(checkpoint)
     (System.currentTimeMillis(), if (watermark > 0) watermark + delayMs else Long.MinValue)
   }
   @volatile private var offered = Long.MinValue
@@ -110,9 +110,6 @@ object IdleClock {
         eventMaxMs.foreach(s.sawData(wallMs, _))
       }
     }
-
-  /** The Spark watermark (ms) of the checkpoint's latest micro-batch, 0 without one. */
-  def lastWatermark(checkpoint: String): Long = BatchWatermark.latest(checkpoint)
 
   private[streaming] object Readers extends PartitionReaderFactory {
     override def createReader(partition: InputPartition): PartitionReader[InternalRow] =

@@ -25,9 +25,8 @@ case class LateDropPoint(panes: PaneSpec, checkpoint: String,
   @transient private var point = Long.MinValue
 
   override protected def initializeInternal(partitionIndex: Int): Unit = {
-    val watermark = SplWatermark(panes).of(BatchWatermark.current(checkpoint,
+    point = PaneRule(panes).dropPoint(SplWatermark(panes).ofBatch(checkpoint,
       hadoopConf.value.value))
-    point = PaneRule(panes).dropPoint(watermark)
   }
 
   override protected def evalInternal(input: InternalRow): Any = point

@@ -62,11 +62,11 @@ final class PaneInput(
       _.add(_))
     val time = schema.fieldIndex(WindowSpec.EventTimeColumn)
     val beat = schema.fieldNames.indexOf(IdleClock.BeatColumn) // WATERMARK IDLE
-    val sources = LateRows.sourceFields(schema).map(f => schema.fieldIndex(f.name))
+    val toLate = lateRows(schema)
     val (cp, conf, counted, panes) = (checkpoint, hadoopConf, counters, geometry)
     val tail: Seq[Any] = if (late.isDefined) Seq(null) else Nil
     tuples.mapPartitions { rows: Iterator[Row] =>
-      val w = SplWatermark(panes).of(BatchWatermark.current(cp, conf.value.value))
+      val w = SplWatermark(panes).ofBatch(cp, conf.value.value)
       val rule = PaneRule(panes)
       rows.flatMap { row =>
         if (beat >= 0 && row.getBoolean(beat)) Iterator.empty // the idle clock's: it did its part
@@ -75,9 +75,8 @@ final class PaneInput(
           val t = PaneInput.micros(row.get(time))
           if (rule.isLate(t, w)) {
             counted.lateDropped.add(1)
-            if (late.isEmpty) Iterator.empty
-            else Iterator(Row.fromSeq(row.toSeq ++ Seq(PaneInput.LatePane,
-              lateRow(sources.map(row.get), t, w))))
+            toLate.iterator.map(late => Row.fromSeq(row.toSeq ++ Seq(PaneInput.LatePane,
+              late(row, t, w))))
           } else panes.panesOf(t).map(n => Row.fromSeq(row.toSeq ++ (n +: tail)))
         }
       }
@@ -98,8 +97,9 @@ final class PaneInput(
       functions.struct(LateRows.sourceFields(tuples.schema).map(f =>
         tuples.col(s"`${f.name}`")): _*)).as("__sx_src"))
     // Event time as a long: no Timestamp object per tuple.
-    val beats = Option.when(tuples.schema.fieldNames.contains(IdleClock.BeatColumn))(())
-      .map(_ => tuples.col(IdleClock.BeatColumn)).toSeq // WATERMARK IDLE: its clock's rows
+    val beats = if (tuples.schema.fieldNames.contains(IdleClock.BeatColumn)) { // WATERMARK IDLE
+      Seq(tuples.col(IdleClock.BeatColumn))
+    } else Nil
     val narrow = tuples.select(((keys ++ read).map(c => tuples.col(s"`$c`")) :+
       expr(s"unix_micros(`${WindowSpec.EventTimeColumn}`)").as(PaneInput.MicrosColumn)) ++
       beats ++ sourceColumns: _*)
@@ -114,7 +114,7 @@ final class PaneInput(
     val beat = schema.fieldNames.indexOf(IdleClock.BeatColumn)
     val tail: Seq[Any] = if (late.isDefined) Seq(null) else Nil
     narrow.mapPartitions { rows: Iterator[Row] =>
-      val w = SplWatermark(panes).of(BatchWatermark.current(cp, conf.value.value))
+      val w = SplWatermark(panes).ofBatch(cp, conf.value.value)
       val rule = PaneRule(panes)
       val lateRows = mutable.ArrayBuffer.empty[Row]
       // Partition key -> pane N -> partials.

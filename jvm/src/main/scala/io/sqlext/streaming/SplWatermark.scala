@@ -14,6 +14,10 @@ final case class SplWatermark(panes: PaneSpec) {
   def of(sparkMs: Long): Long =
     if (sparkMs <= 0) Long.MinValue else (sparkMs + SplWatermark.BoundaryMs) * 1000L + panes.discard
 
+  /** W of the micro-batch the calling task belongs to ([[BatchWatermark]]). */
+  def ofBatch(checkpoint: String, hadoopConf: org.apache.hadoop.conf.Configuration): Long =
+    of(BatchWatermark.current(checkpoint, hadoopConf))
+
   /** The event-time timer (Spark's watermark, ms) at which W reaches `splMicros`, and at least
    *  the next one after `sparkMs`: a timer fires once Spark's watermark reaches it. */
   def timerAt(splMicros: Long, sparkMs: Long): Long = math.max(
