@@ -86,9 +86,10 @@ case "${1:-}" in
     sbt jvm/test
     # Two workers: many tests wait on streams, driver processes and Delta commits, not on the
     # CPU. Each worker has its own Spark session and warehouse (a module's Thrift server may
-    # start once per worker).
+    # start once per worker). worksteal: a worker that runs out of tests takes queued ones
+    # from the other, so a few long tests (deploy, kills, load) do not end the run on one.
     say "Python tests (pytest, ${SQL_EXT_TEST_WORKERS:-2} workers)"
-    exec "$PY" -m pytest -n "${SQL_EXT_TEST_WORKERS:-2}" --dist load "$@" ;;
+    exec "$PY" -m pytest -n "${SQL_EXT_TEST_WORKERS:-2}" --dist worksteal "$@" ;;
   wheel) wheel ;;
   bench) setup; shift; exec "$PY" python/bench.py "$@" ;;
   load) setup; shift; exec "$PY" python/thrift_load.py "$@" ;;

@@ -111,6 +111,8 @@ def main() -> int:
     parser.add_argument("--native", action="store_true", help="Spark's own window instead")
     parser.add_argument("--sink", choices=["delta", "noop"], default="delta")
     parser.add_argument("--jfr", action="store_true")
+    parser.add_argument("--late", action="store_true",
+                        help="issue 17: 5%% of the rows late, kept by LATE ROWS INTO")
     parser.add_argument("--conf", action="append", default=[], help="KEY=VALUE, repeated")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="sx_profile_"))
@@ -124,7 +126,12 @@ def main() -> int:
     spark = sql_ext.session(warehouse=work / "warehouse", conf=conf)
     spark.sparkContext.setLogLevel("ERROR")
     bench.make_data(spark, args.rows, 1000)
-    source_work, path = bench_streaming.source(spark, args.rows, args.parts)
+    table = "bench"
+    if args.late:  # as bench_late.py: one row in 20 is 10,000 s late
+        spark.sql("CREATE OR REPLACE TEMP VIEW bench_with_late AS SELECT seq, k, x, "
+                  "IF(seq % 20 = 0, ts - INTERVAL 10000 SECONDS, ts) AS ts FROM bench")
+        table = "bench_with_late"
+    source_work, path = bench_streaming.source(spark, args.rows, args.parts, table)
     if args.jfr:
         pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
         subprocess.run(["jcmd", str(pid), "JFR.start", "name=sx", "settings=profile",
@@ -132,6 +139,8 @@ def main() -> int:
     started = time.perf_counter()
     clause, column, window = bench_streaming.queries(args.rows, args.parts, 1000)[
         QUERIES[args.query]]
+    if args.late:
+        clause += " LATE ROWS INTO profile_late_rows"
     stream = bench_streaming.native(spark, path, args.cut, work, args.sink, window) \
         if args.native else \
         bench_streaming.ours(spark, path, args.cut, work, args.sink, clause, column)
@@ -147,6 +156,9 @@ def main() -> int:
     stages(events)
     if args.jfr:
         hot_frames(recording)
+        kept = Path(tempfile.gettempdir()) / "sx_profile_cpu.jfr"
+        shutil.copy(recording, kept)
+        print(f"CPU recording: {kept}")
     shutil.rmtree(work, ignore_errors=True)
     shutil.rmtree(source_work, ignore_errors=True)
     return 0

@@ -17,6 +17,7 @@ import logging
 from pyspark import SparkContext
 from pyspark.java_gateway import ensure_callback_server_started
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from sql_ext.dialect import has_window_clause
 from sql_ext.errors import WindowSqlError
@@ -84,11 +85,29 @@ def partial_aggregate_kinds(spark: SparkSession, facts: list[dict]) -> str | Non
     return _jvm(spark).io.sqlext.optimizer.PartialAggregates.kindsJson(json.dumps(facts))
 
 
-def stream_firings(spark: SparkSession, tuples: DataFrame, spec: dict,
-                   checkpoint: str) -> DataFrame:
-    """The stream of firings of the window `spec` over the stream `tuples`."""
+def stream_firings(spark: SparkSession, tuples: DataFrame, spec: dict, checkpoint: str,
+                   late_location: str | None = None) -> DataFrame:
+    """The stream of firings of the window `spec` over the stream `tuples`; with LATE ROWS
+    INTO, its late rows go to files of the table at `late_location` (None: a plan for the
+    firings' columns only, never run)."""
     return DataFrame(_jvm(spark).io.sqlext.streaming.StreamingWindows.firings(
-        tuples._jdf, json.dumps(spec), checkpoint), spark)
+        tuples._jdf, json.dumps(spec), checkpoint, late_location), spark)
+
+
+def late_rows_schema(tuples: DataFrame) -> StructType:
+    """LATE ROWS INTO: the late table's columns for a streaming window over `tuples`."""
+    return StructType.fromJson(json.loads(_jvm(tuples.sparkSession)
+                                          .io.sqlext.streaming.StreamingWindows
+                                          .lateRowsSchema(tuples._jdf)))
+
+
+def commit_late_rows(spark: SparkSession, checkpoint: str, app_id: str, batch_id: int,
+                     discard: bool = False) -> int:
+    """io.sqlext.streaming.LateRowFiles.commit: the late rows that micro-batch `batch_id` of
+    the stream at `checkpoint` wrote, committed to their table as batch `batch_id` of `app_id`
+    at most once (or deleted, `discard`); how many rows it committed."""
+    return int(_jvm(spark).io.sqlext.streaming.LateRowFiles.commit(
+        spark._jsparkSession, checkpoint, app_id, batch_id, app_id, discard))
 
 
 def share_function(spark: SparkSession, name: str, function) -> None:

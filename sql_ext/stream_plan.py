@@ -25,7 +25,6 @@ log = logging.getLogger("sql_ext")
 # keys, the GROUP BY keys and the pane (PANE_START(), PANE_END() or WINDOW_ID()); documented.
 KEY_COLUMN = "_pane_key"
 INDEX_COLUMN = "_sx_index"  # never written: tells a re-firing micro-batch from a first one
-LATE_COLUMN = "__sx_late"  # LATE ROWS INTO: a late row, beside the firings (JVM LateRows)
 PANE_COLUMNS = ("__sx_pstart", "__sx_pend", "__sx_wid")
 
 
@@ -229,13 +228,23 @@ class StreamPlan:
     refires: bool  # late tuples re-fire panes: their rows replace earlier ones (a MERGE)
     merge_on: list[str]  # the columns that identify a row, when `refires`
     state_shape: dict  # what the checkpoint's window state depends on (see STATE_FIELDS)
-    late_rows: str = ""  # LATE ROWS INTO: the table; its rows come in the column LATE_COLUMN
-    late_in_rows: bool = False  # the late rows ride along the aggregation's rows (no grouping)
     window: str = ""  # the window as window_state() reads it (WINDOW_PROPERTY)
+    late_rows: str = ""  # LATE ROWS INTO: the table
+    tuples: DataFrame | None = None  # the window's input stream
+    spec: dict | None = None  # the window, as the JVM reads it
+    checkpoint: str = ""
 
     def late_schema(self):
         """The LATE ROWS INTO table's columns."""
-        return self.firings.schema[LATE_COLUMN].dataType
+        return bridge.late_rows_schema(self.tuples)
+
+    def firings_into(self, spark: SparkSession, late_location: str | None) -> DataFrame:
+        """The stream of firings to run; with LATE ROWS INTO, writing its late rows into the
+        table at `late_location` (before the shuffle: they never travel with the firings)."""
+        if not self.late_rows:
+            return self.firings
+        return bridge.stream_firings(spark, self.tuples, self.spec, self.checkpoint,
+                                     late_location)
 
 
 # The parts of a window spec that shape its state in the checkpoint: the window family and
@@ -277,33 +286,13 @@ def plan_stream(spark: SparkSession, name: str, query: str, trigger: str | float
         outer = outer.select(exp.alias_(lowered.key, KEY_COLUMN), copy=False)
     if refires:
         outer = outer.select(exp.alias_(exp.column("__sx_pidx"), INDEX_COLUMN), copy=False)
-    late_in_rows = bool(late_rows) and outer.args.get("group") is None
-    if late_in_rows:
-        outer = _with_late_rows(outer)
     shape = {field: lowered.spec.get(field) for field in STATE_FIELDS}
     # What window_state() needs to read the checkpoint: the window spec (with its partials) and
     # the partition keys as written.
     window = json.dumps({"spec": lowered.spec, "partitions": [
         p.sql(dialect="spark") for p in lowered.model.partition_by]}, separators=(",", ":"))
     return StreamPlan(firings, firings_view, outer.sql(dialect="spark"), refires, merge_on,
-                      shape, late_rows, late_in_rows, window)
-
-
-def _with_late_rows(outer: exp.Select) -> exp.Select:
-    """The one-row-per-firing aggregation also hands on the late rows, whatever its filter:
-    the micro-batch then needs one job for both.
-
-        SELECT __sx_p0 AS k, __sx_a0 AS s FROM f WHERE __sx_a1 > 2
-        ->  SELECT __sx_p0 AS k, __sx_a0 AS s, __sx_late FROM f
-            WHERE __sx_a1 > 2 OR NOT __sx_late IS NULL
-    """
-    late = exp.column(LATE_COLUMN)
-    outer = outer.select(late.copy(), copy=False)
-    where = outer.args.get("where")
-    if where is not None:
-        outer.set("where", exp.Where(this=exp.or_(exp.paren(where.this),
-                                                  exp.not_(late.copy().is_(exp.null())))))
-    return outer
+                      shape, window, late_rows, tuples, lowered.spec, checkpoint)
 
 
 def late_rows_table(query: str) -> str:
@@ -335,9 +324,6 @@ def carried_key(lowered: LoweredWindow) -> list[str] | None:
 
 def output_schema(spark: SparkSession, plan: StreamPlan):
     """The streaming table's columns: the aggregation over no firings."""
-    schema = plan.firings.schema
-    if plan.late_rows and not plan.late_in_rows:
-        schema = type(schema)([f for f in schema.fields if f.name != LATE_COLUMN])
-    spark.createDataFrame([], schema).createOrReplaceTempView(plan.firings_view)
-    rows = spark.sql(plan.outer_sql).drop(INDEX_COLUMN, LATE_COLUMN)
+    spark.createDataFrame([], plan.firings.schema).createOrReplaceTempView(plan.firings_view)
+    rows = spark.sql(plan.outer_sql).drop(INDEX_COLUMN)
     return rows.schema

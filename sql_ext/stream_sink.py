@@ -153,20 +153,19 @@ def create_late_table(spark: SparkSession, name: str, schema: StructType,
 
 
 class LateRowsSink:
-    """LATE ROWS INTO of a streaming table: each micro-batch's late rows appended to the table
-    in one commit that records the batch (as DeltaSink's appends), so a batch replayed after a
+    """LATE ROWS INTO of a streaming table: the tasks of each micro-batch write its late rows
+    to files of the late table (io.sqlext.streaming.LateRowFiles); they are committed here in
+    one commit that records the batch (as DeltaSink's appends), so a batch replayed after a
     restart adds them once."""
 
-    def __init__(self, location: str, app_id: str):
-        self.location = location
+    def __init__(self, checkpoint: str, app_id: str):
+        self.checkpoint = checkpoint
         self.app_id = app_id
 
-    def write(self, rows: DataFrame, batch_id: int) -> None:
-        if rows.sparkSession.conf.get(BENCH_SINK, "delta") == "noop":
-            rows.write.format("noop").mode("overwrite").save()
-            return
-        # No rows, no commit (DeltaBatchAppend): no count job first.
-        bridge.delta_batch_append(rows.coalesce(1), self.location, self.app_id, batch_id)
+    def commit(self, spark: SparkSession, batch_id: int) -> None:
+        # Benchmarks' noop sink: the files are written (as a sink's are), then deleted.
+        noop = spark.conf.get(BENCH_SINK, "delta") == "noop"
+        bridge.commit_late_rows(spark, self.checkpoint, self.app_id, batch_id, discard=noop)
 
 
 def _quoted(column: str) -> str:

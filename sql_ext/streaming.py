@@ -32,7 +32,7 @@ from sql_ext import stream_catalog as catalog
 from sql_ext.errors import WindowSqlError
 from sql_ext.names import table_name
 from sql_ext.stream_catalog import AVAILABLE_NOW, Definition, Entry
-from sql_ext.stream_plan import (INDEX_COLUMN, LATE_COLUMN, StreamPlan, output_schema,
+from sql_ext.stream_plan import (INDEX_COLUMN, StreamPlan, output_schema,
                                  plan_stream)
 from sql_ext.stream_runs import (StreamingTable, named_entry, now, running, runs,
                                  short_error)
@@ -225,69 +225,51 @@ def _start(spark: SparkSession, entry: Entry, plan: StreamPlan,
     sink = DeltaSink(location, f"sql_ext:{entry.stream_id}", plan.merge_on)
     if plan.late_rows:  # kept, or created again if it was dropped
         create_late_table(spark, plan.late_rows, plan.late_schema(), replace=False)
-    late_sink = LateRowsSink(
-        catalog.location(spark, *catalog.identify(spark, table_name(plan.late_rows))),
-        f"sql_ext:{entry.stream_id}:late") if plan.late_rows else None
+    late_location = catalog.location(
+        spark, *catalog.identify(spark, table_name(plan.late_rows))) if plan.late_rows else None
+    late_sink = LateRowsSink(entry.definition.checkpoint, f"sql_ext:{entry.stream_id}:late") \
+        if plan.late_rows else None
     previous = runs.get(entry.key)
     progress = bridge.stream_progress(spark)
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
-        if late_sink is None or plan.late_in_rows:
-            # One job computes the micro-batch; with LATE ROWS INTO its late rows ride along
-            # the firings' rows (column LATE_COLUMN) and are split off afterwards.
-            rows, upsert, written, late = compute(batch, batch_id)
-            firing_rows = rows if late_sink is None \
-                else rows.where(F.col(LATE_COLUMN).isNull()).drop(LATE_COLUMN)
-            late_rows = rows.where(F.col(LATE_COLUMN).isNotNull()).select(f"{LATE_COLUMN}.*") \
-                if late else None
-            commit(firing_rows, late_rows, batch_id, upsert, written)
-            return
-        # A query that groups its firings: firings and late rows come out of the window
-        # processor together, computed once (cached), then split.
-        both = batch.persist()
-        try:
-            rows, upsert, written, _ = compute(
-                both.where(F.col(LATE_COLUMN).isNull()).drop(LATE_COLUMN), batch_id)
-            commit(rows, both.where(F.col(LATE_COLUMN).isNotNull()).select(f"{LATE_COLUMN}.*"),
-                   batch_id, upsert, written)
-        finally:
-            both.unpersist()
+        # One job computes the micro-batch's firings; with LATE ROWS INTO the same job wrote
+        # its late rows to files of the late table (LateRowFiles), committed here.
+        rows, upsert, written = compute(batch)
+        commit(rows, batch_id, upsert, written)
 
-    def compute(batch: DataFrame, batch_id: int):
+    def compute(batch: DataFrame):
         """The micro-batch's rows, computed once, always: the window state of the batch
         commits only when all of its partitions run, also when Delta skips the write of a
-        batch replayed after a restart. The same job observes how many rows there are, whether
-        any re-fires a pane, and how many late rows ride along: (rows, upsert, written, late)."""
+        batch replayed after a restart. The same job observes how many rows there are and
+        whether any re-fires a pane: (rows, upsert, written)."""
         batch.createOrReplaceTempView(plan.firings_view)
-        late = F.col(LATE_COLUMN).isNotNull() if plan.late_in_rows else F.lit(False)
         figures = Observation()
         rows = batch.sparkSession.sql(plan.outer_sql).observe(
-            figures, F.count(F.when(~late, 1)).alias("written"),
-            F.count(F.when(late, 1)).alias("late"),
+            figures, F.count(F.lit(1)).alias("written"),
             (F.coalesce(F.max(INDEX_COLUMN), F.lit(0)) > 0 if plan.refires else F.lit(False))
             .alias("upsert")).localCheckpoint(eager=True)
         observed = figures.get
         rows = rows.drop(INDEX_COLUMN) if plan.refires else rows
-        return rows, observed["upsert"], observed["written"], observed["late"]
+        return rows, observed["upsert"], observed["written"]
 
-    def commit(rows: DataFrame, late: DataFrame | None, batch_id: int, upsert: bool,
-               written: int) -> None:
-        """Writes the firings' rows and the late rows, each in its own exactly-once commit:
-        at the same time when both are appends."""
+    def commit(rows: DataFrame, batch_id: int, upsert: bool, written: int) -> None:
+        """Writes the firings' rows and commits the late rows, each in its own exactly-once
+        commit: at the same time when both are appends."""
         def firings() -> None:
             sink.write(rows, batch_id, upsert, written)
-            _written(run, batch_id, written)
-        if late is None:
+            _written(run, batch_id, written, plan.late_rows)
+        if late_sink is None:
             firings()
         elif upsert or fault_stage() == "firings":  # (and a test's stop between the two)
             firings()
             fault_point(batch_id, "firings")
-            late_sink.write(late, batch_id)
+            late_sink.commit(rows.sparkSession, batch_id)
         else:
-            _together(firings, lambda: late_sink.write(late, batch_id))
+            _together(firings, lambda: late_sink.commit(rows.sparkSession, batch_id))
         fault_point(batch_id)
 
-    writer = (plan.firings.writeStream.foreachBatch(write_batch).queryName(entry.key)
+    writer = (plan.firings_into(spark, late_location).writeStream.foreachBatch(write_batch).queryName(entry.key)
               .option("checkpointLocation", entry.definition.checkpoint))
     writer = writer.trigger(availableNow=True) if trigger == AVAILABLE_NOW \
         else writer.trigger(processingTime=f"{float(trigger)} seconds")
@@ -327,17 +309,21 @@ def _together(first, second) -> None:
         raise failure[0]
 
 
-def _written(run: StreamingTable, batch_id: int, written: int) -> None:
-    """Adds a micro-batch's figures to the run's; logs drops when they grew."""
+def _written(run: StreamingTable, batch_id: int, written: int, late_table: str) -> None:
+    """Adds a micro-batch's figures to the run's; logs drops when they grew (a warning when a
+    tuple is lost to the table; late tuples that LATE ROWS INTO keeps are not)."""
     run.rows_out += written
     log.info("sql_ext stream %s batch %d: %d rows written", run.entry.name, batch_id, written)
     dropped = tuple(bridge.stream_progress(run.spark).dropped(
         run.spark._jsparkSession, run.entry.definition.checkpoint))
     if dropped != run.dropped:
-        log.warning("sql_ext stream %s batch %d: %d tuples dropped as late (below the "
-                    "watermark minus the discard age), %d without an event time, %d rows "
-                    "below an ORDER BY value an earlier micro-batch processed (replayed "
-                    "where they arrived), in all", run.entry.name, batch_id, *dropped)
+        lost = dropped[1:] != run.dropped[1:] or (not late_table and dropped != run.dropped)
+        log.log(logging.WARNING if lost else logging.INFO,
+                "sql_ext stream %s batch %d: %d tuples late (below the watermark minus the "
+                "discard age; %s), %d without an event time, %d rows below an ORDER BY value "
+                "an earlier micro-batch processed (replayed where they arrived), in all",
+                run.entry.name, batch_id, dropped[0],
+                f"kept in {late_table}" if late_table else "dropped", *dropped[1:])
         run.dropped = dropped
 
 

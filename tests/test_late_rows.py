@@ -6,6 +6,7 @@ of a micro-batch (no late row lost or doubled)."""
 import datetime
 import itertools
 import os
+import random
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,10 +14,10 @@ from hypothesis import strategies as st
 from oracle_panes import pane_firings
 from test_exactly_once import BATCHES, _run_driver
 from test_panes_sql import SELECT, _number, _shape_sql, pane_rows, window_input
-from test_streaming import T0, _run_batches, micro_batches
+from test_streaming import T0, _run_batches, batches_with_markers, micro_batches
 from test_tumbling_oracle import SETTINGS
 
-from sql_ext.streaming import show_streams
+from sql_ext.streaming import create_streaming_table, show_streams
 
 _names = itertools.count()
 
@@ -136,3 +137,97 @@ def test_late_rows_survive_a_kill(spark, tmp_path, stage):
     assert late.count() == 3
     sink = spark.read.format("delta").load(str(tmp_path / "sink"))
     assert sink.count() == sink.select("k", "s").distinct().count()  # nothing doubled
+
+
+MARKER_LATE = """
+    SELECT k, PANE_START() AS s, SUM(v) AS total
+    FROM STREAM({{source}})
+    WINDOW TIME_INTERVAL(10, 5) ON event_time OVER (PARTITION BY k ORDER BY id)
+    WATERMARK BY IF(v < 0, event_time, NULL) LATE ROWS INTO {late}"""
+
+
+@settings(max_examples=3, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=batches_with_markers())
+def test_streaming_late_rows_under_watermark_markers(spark, tmp_path_factory, batches):
+    """WATERMARK BY: lateness is decided in the window's one state machine, marker by marker
+    within a micro-batch; its late rows reach the table as the oracle drops them."""
+    late = f"late_markers_{next(_names)}"
+    _run_batches(spark, tmp_path_factory, batches, MARKER_LATE.format(late=late))
+    rows = [{"id": r["id"], "wm": r["ts"]} if r["v"] < 0 else r
+            for batch in batches for r in batch]
+    result = pane_firings(rows, 10, 5, event_time=lambda r: r.get("ts"),
+                          partition_by=lambda r: r.get("k"), order_by=lambda r: r["id"],
+                          watermark_by=lambda r: r.get("wm"), final_watermark=False)
+    assert _streamed_late(spark.table(late).collect()) == sorted(
+        (lr["row"]["id"], float(lr["event_time"]), float(lr["watermark"]),
+         tuple((float(s), float(e)) for s, e in lr["panes"])) for lr in result["late_rows"])
+
+
+BACKLOG = """
+    SELECT k, PANE_START() AS s, COUNT(*) AS n, SUM(v) AS total
+    FROM {source}
+    WINDOW TIME_INTERVAL(10, 5) ON event_time OVER (PARTITION BY k) WATERMARK DELAY 2
+    LATE ROWS INTO {late} EMIT FINAL"""
+
+
+def test_a_backlog_of_unequal_appends_with_late_rows_and_final_panes(spark, tmp_path):
+    """Three runs: one append, then backlogs of 4 and 3 unequal appends (several files each,
+    one task per file), each backlog one micro-batch. Every task finds its own late tuples, so
+    a micro-batch commits several late files at once; the late table and the FINAL rows are
+    the oracle's for those three micro-batches."""
+    rng = random.Random(17)
+    ids = itertools.count()
+
+    def append_rows(size, base):
+        # Mostly near `base`; one in four far behind it (late from the second run on).
+        return [{"id": next(ids), "k": rng.choice("ab"), "v": float(rng.randint(0, 9)),
+                 "ts": base + rng.randint(0, 20) - (60 if rng.random() < 0.25 else 0)}
+                for _ in range(size)]
+    runs = [[append_rows(30, 100)],
+            [append_rows(n, 140) for n in (12, 45, 7, 30)],
+            [append_rows(n, 180) for n in (25, 5, 40)]]
+    source = str(tmp_path / "source")
+    late, sink = f"late_backlog_{next(_names)}", f"backlog_out_{next(_names)}"
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "1024")  # a task per file
+    try:
+        for appends in runs:
+            for rows in appends:
+                spark.createDataFrame(
+                    [(r["id"], r["k"], T0 + datetime.timedelta(seconds=r["ts"]), r["v"])
+                     for r in rows], "id long, k string, event_time timestamp, v double") \
+                    .repartition(2).write.format("delta").mode("append").save(source)
+            view = f"backlog_view_{sink}"
+            spark.readStream.format("delta").load(source).createOrReplaceTempView(view)
+            create_streaming_table(spark, sink, BACKLOG.format(source=f"STREAM({view})",
+                                                               late=late),
+                checkpoint=str(tmp_path / "ckpt")).awaitTermination()
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+    batches = [[r for rows in appends for r in rows] for appends in runs]
+    assert _streamed_late(spark.table(late).collect()) == \
+        _streaming_late_oracle(batches, (10, 5))
+    commits = [r for r in spark.sql(f"DESCRIBE HISTORY {late}").collect()
+               if r.operation == "STREAMING UPDATE"]
+    assert len(commits) == 2  # the runs with late tuples: one commit each...
+    assert spark.sql(f"DESCRIBE DETAIL {late}").first().numFiles > 2  # ...of several files
+    expected = _final_oracle(batches)
+    got = sorted(((r.k, (r.s - T0).total_seconds(), r.n, r.total)
+                  for r in spark.table(sink).collect()))
+    assert got == expected
+
+
+def _final_oracle(batches):
+    """EMIT FINAL of BACKLOG: (k, pane start, count, sum) of each pane closed by the
+    watermark a micro-batch leaves behind."""
+    rows, seen = [], []
+    for batch in batches:
+        rows += [dict(r, pos=len(rows) + j) for j, r in enumerate(batch)]
+        seen += [r["ts"] for r in batch]
+        rows.append({"pos": len(rows), "wm": max(seen) - 2})
+    result = pane_firings(rows, 10, 5, event_time=lambda r: r.get("ts"),
+                          partition_by=lambda r: r.get("k"), order_by=lambda r: r["pos"],
+                          watermark_by=lambda r: r.get("wm"), final_watermark=False,
+                          emit="final")
+    return sorted((f["partition"], float(f["pane_start"]), len(f["rows"]),
+                   float(sum(r["v"] for r in f["rows"]))) for f in result["firings"])

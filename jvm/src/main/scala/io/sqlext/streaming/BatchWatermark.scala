@@ -38,15 +38,19 @@ object BatchWatermark {
   /** The watermark (ms) of the micro-batch the calling task belongs to; `hadoopConf`: the
    *  session's, to reach the checkpoint's file system. */
   def current(checkpoint: String, hadoopConf: Configuration): Long = {
-    def property(name: String): String = Option(TaskContext.get())
-      .flatMap(c => Option(c.getLocalProperty(name)))
-      .getOrElse(throw new IllegalStateException("sql_ext: a streaming TIME_INTERVAL window " +
-        s"runs only inside a micro-batch of its streaming table (no $name in this task)"))
     val entry = s"$checkpoint/offsets/${property(BatchIdProperty)}"
     if (seen.size > 1000) seen.clear() // one entry per batch and stream: keep it small
     seen.computeIfAbsent(s"${property(QueryIdProperty)} $entry",
       _ => java.lang.Long.valueOf(read(entry, hadoopConf)))
   }
+
+  /** The id of the micro-batch the calling task belongs to. */
+  def batchId(): Long = property(BatchIdProperty).toLong
+
+  private def property(name: String): String = Option(TaskContext.get())
+    .flatMap(c => Option(c.getLocalProperty(name)))
+    .getOrElse(throw new IllegalStateException("sql_ext: a streaming TIME_INTERVAL window " +
+      s"runs only inside a micro-batch of its streaming table (no $name in this task)"))
 
   /** The watermark (ms) of the checkpoint's latest offset log entry, 0 without one (driver). */
   def latest(checkpoint: String): Long = {

@@ -2,6 +2,7 @@ package io.sqlext.streaming
 
 import io.sqlext.window._
 import org.apache.spark.sql.{Encoders, Row}
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.streaming._
 import org.apache.spark.sql.types._
 
@@ -23,8 +24,11 @@ import scala.collection.mutable.ArrayBuffer
  * the earlier ones).
  */
 class MarkerPaneProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String],
-    java8Time: Boolean, counters: StreamCounters,
-    late: Option[(Row, Long, Long) => Row] = None) extends StatefulProcessor[Row, Row, Row] {
+    java8Time: Boolean, counters: StreamCounters, paneInput: PaneInput)
+    extends StatefulProcessor[Row, Row, Row] {
+
+  /** LATE ROWS INTO: the late row of a tuple dropped at t under w (µs). */
+  private val late = paneInput.lateRows(input)
 
   @transient private var clock: ValueState[Row] = _
   @transient private var parts: MapState[Row, Row] = _
@@ -63,10 +67,9 @@ class MarkerPaneProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[St
     val last = mutable.LinkedHashMap.empty[(Long, Row), Firing[Row, Row]]
     val emit = (f: Firing[Row, Row]) => { last((f.windowId, f.key)) = f }
     val out = ArrayBuffer.empty[Row]
-    val none = Seq.fill(metaNames.length)(null)
-    late.foreach { late => // LATE ROWS INTO: each late tuple passes as its late row
-      window.onLate = (_, tuple, time, watermark) =>
-        out += Row.fromSeq(tuple.toSeq ++ none :+ late(tuple, time, watermark))
+    val lateRows = ArrayBuffer.empty[InternalRow]
+    late.foreach { late => // LATE ROWS INTO: written to a file of the late table
+      window.onLate = (_, tuple, time, watermark) => lateRows += late(tuple, time, watermark)
     }
     var skipped = 0L
     val now = PaneProcessor.clockOf(timers) // EMIT EARLY's clock: the batch's processing time
@@ -82,9 +85,10 @@ class MarkerPaneProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[St
       counters.lateDropped.add(window.droppedLate - saved.getLong(1))
     }
     save(window, before)
+    paneInput.writeLate(lateRows)
     last.valuesIterator.foreach { f =>
       val meta = PaneProcessor.metaValues(metaNames, geometry, f.windowId,
-        PaneFiring(f.paneIndex, f.timing), java8Time) ++ late.map(_ => null)
+        PaneFiring(f.paneIndex, f.timing), java8Time)
       f.tuples.foreach(t => out += Row.fromSeq(t.toSeq ++ meta))
     }
     out.iterator

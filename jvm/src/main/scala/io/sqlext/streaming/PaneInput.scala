@@ -4,7 +4,9 @@ import io.sqlext.execution.LateRows
 import io.sqlext.window.{Micros, PaneRule, PaneSpec, WindowSpec}
 import org.apache.spark.sql.{functions, DataFrame, Encoders, Row}
 import org.apache.spark.sql.sqlext.CatalystColumns
-import org.apache.spark.sql.catalyst.util.DateTimeUtils
+import org.apache.spark.sql.catalyst.{CatalystTypeConverters, InternalRow}
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
+import org.apache.spark.sql.catalyst.util.{DateTimeUtils, GenericArrayData}
 import org.apache.spark.sql.functions.expr
 import org.apache.spark.sql.types._
 import org.apache.spark.broadcast.Broadcast
@@ -23,51 +25,63 @@ import scala.collection.mutable
  * N): the shuffle, its sort and the processor see one row per pane and task, not one per tuple
  * and pane.
  *
- * LATE ROWS INTO: a late tuple also goes on, as its late row ([[LateRows]]) in the column
- * __sx_late of a row of pane [[PaneInput.LatePane]], which the processors hand on untouched:
- * the micro-batch's output then holds its firings and its late rows, written in one pass.
+ * LATE ROWS INTO: the late tuples of a task are written there, as late rows ([[LateRows]]),
+ * to a file of the late table ([[LateRowFiles]]); they never reach the shuffle.
  */
 final class PaneInput(
     spec: WindowSpec,
     checkpoint: String,
     hadoopConf: Broadcast[SerializableConfiguration], // the session's: tasks have no session
     counters: StreamCounters,
-    java8Time: Boolean) extends Serializable {
+    lateFiles: Option[LateRowFiles]) extends Serializable {
   private val geometry = PaneSpec.of(spec)
   private val keepsLate = spec.keepsLateRows
 
-  /** The __sx_late column, when the window keeps late rows (event times are timestamps). */
-  def lateField(tuples: StructType): Option[StructField] = Option.when(keepsLate)(StructField(
-    LateRows.Column, LateRows.schema(tuples, TimestampType, TimestampType), nullable = true))
-
-  /** LATE ROWS INTO: the late row of a tuple of `tuples`, dropped at `t` under `w` (µs). */
-  def lateRows(tuples: StructType): Option[(Row, Long, Long) => Row] = Option.when(keepsLate) {
-    val sources = LateRows.sourceFields(tuples).map(f => tuples.fieldIndex(f.name))
-    (row: Row, t: Long, w: Long) => lateRow(sources.map(row.get), t, w)
+  /** LATE ROWS INTO: the late row, in Spark's internal form (no conversion on its way to the
+   *  file), of a tuple of `tuples` dropped at `t` under `w` (µs); `ofSource`: the row given is
+   *  the struct of the tuple's source columns, not the tuple. */
+  def lateRows(tuples: StructType, ofSource: Boolean = false)
+      : Option[(Row, Long, Long) => InternalRow] = Option.when(keepsLate) {
+    val fields = LateRows.sourceFields(tuples)
+    val indexes = if (ofSource) fields.indices.toArray
+      else fields.map(f => tuples.fieldIndex(f.name)).toArray
+    val converters = fields.map(f =>
+      CatalystTypeConverters.createToCatalystConverter(f.dataType)).toArray
+    val panes = geometry
+    (row: Row, t: Long, w: Long) => {
+      val values = new Array[Any](indexes.length + 3)
+      var i = 0
+      while (i < indexes.length) {
+        values(i) = if (row.isNullAt(indexes(i))) null else converters(i)(row.get(indexes(i)))
+        i += 1
+      }
+      values(i) = t // timestamps are µs inside Spark
+      values(i + 1) = w
+      values(i + 2) = new GenericArrayData(LateRows.panesOf(panes, t).map { case (s, e) =>
+        new GenericInternalRow(Array[Any](s, e)) }.toArray[Any])
+      new GenericInternalRow(values)
+    }
   }
 
-  /** The late row of a tuple whose source columns are `source`, at `t` dropped under `w` (µs). */
-  private def lateRow(source: Seq[Any], t: Long, w: Long): Row = {
-    def timestamp(micros: Long): Any = PaneProcessor.timestamp(micros, java8Time)
-    Row.fromSeq(source ++ Seq(timestamp(t), timestamp(w),
-      LateRows.panesOf(geometry, t).map { case (s, e) => Row(timestamp(s), timestamp(e)) }))
+  /** LATE ROWS INTO: writes a task's late rows to a file of the late table. */
+  def writeLate(rows: Iterable[InternalRow]): Unit = if (rows.nonEmpty) {
+    lateFiles.getOrElse(throw new IllegalStateException("sql_ext: a stream with LATE ROWS " +
+      "INTO planned without its late table")).write(rows.iterator)
   }
 
   /** Each tuple that is not late once per pane containing it, pane N in __sx_fire (none in a
    *  gap between panes, as in batch). */
   def expanded(tuples: DataFrame): DataFrame = {
     val schema = tuples.schema
-    val late = lateField(schema)
-    val output = late.foldLeft(schema.add(WindowSpec.FireColumn, LongType, nullable = false))(
-      _.add(_))
+    val output = schema.add(WindowSpec.FireColumn, LongType, nullable = false)
     val time = schema.fieldIndex(WindowSpec.EventTimeColumn)
     val beat = schema.fieldNames.indexOf(IdleClock.BeatColumn) // WATERMARK IDLE
     val toLate = lateRows(schema)
     val (cp, conf, counted, panes) = (checkpoint, hadoopConf, counters, geometry)
-    val tail: Seq[Any] = if (late.isDefined) Seq(null) else Nil
     tuples.mapPartitions { rows: Iterator[Row] =>
       val w = SplWatermark(panes).ofBatch(cp, conf.value.value)
       val rule = PaneRule(panes)
+      val lateRows = mutable.ArrayBuffer.empty[InternalRow]
       rows.flatMap { row =>
         if (beat >= 0 && row.getBoolean(beat)) Iterator.empty // the idle clock's: it did its part
         else if (row.isNullAt(time)) { counted.notWindowed.add(1); Iterator.empty }
@@ -75,11 +89,11 @@ final class PaneInput(
           val t = PaneInput.micros(row.get(time))
           if (rule.isLate(t, w)) {
             counted.lateDropped.add(1)
-            toLate.iterator.map(late => Row.fromSeq(row.toSeq ++ Seq(PaneInput.LatePane,
-              late(row, t, w))))
-          } else panes.panesOf(t).map(n => Row.fromSeq(row.toSeq ++ (n +: tail)))
+            toLate.foreach(late => lateRows += late(row, t, w))
+            Iterator.empty
+          } else panes.panesOf(t).map(n => Row.fromSeq(row.toSeq :+ n))
         }
-      }
+      } ++ { writeLate(lateRows); Iterator.empty } // once the task's input is read
     }(Encoders.row(output)).toDF()
   }
 
@@ -88,10 +102,9 @@ final class PaneInput(
   def combined(tuples: DataFrame): DataFrame = {
     val keys = spec.partitionColumns
     val read = spec.aggregates.map(_._2).filter(_ != "*").distinct.filterNot(keys.contains)
-    val late = lateField(tuples.schema)
     // LATE ROWS INTO: the source columns of a late tuple; NULL (nothing to convert) for the
     // others, decided before the rows leave Spark's format.
-    val sourceColumns = if (late.isEmpty) Nil else Seq(functions.when(
+    val sourceColumns = if (!keepsLate) Nil else Seq(functions.when(
       expr(s"unix_micros(`${WindowSpec.EventTimeColumn}`)") < CatalystColumns.of(
         LateDropPoint(geometry, checkpoint, hadoopConf)),
       functions.struct(LateRows.sourceFields(tuples.schema).map(f =>
@@ -106,17 +119,16 @@ final class PaneInput(
     val schema = narrow.schema
     val partials = new FiringPartials(spec, schema, Nil)
     val output = StructType(keys.map(c => schema(c)) ++
-      (StructField(WindowSpec.FireColumn, LongType, nullable = false) +: partials.schema) ++
-      late)
+      (StructField(WindowSpec.FireColumn, LongType, nullable = false) +: partials.schema))
     val (cp, conf, counted) = (checkpoint, hadoopConf, counters)
     val (panes, keyCount) = (geometry, keys.length)
+    val toLate = lateRows(tuples.schema, ofSource = true)
     val time = schema.fieldIndex(PaneInput.MicrosColumn)
     val beat = schema.fieldNames.indexOf(IdleClock.BeatColumn)
-    val tail: Seq[Any] = if (late.isDefined) Seq(null) else Nil
     narrow.mapPartitions { rows: Iterator[Row] =>
       val w = SplWatermark(panes).ofBatch(cp, conf.value.value)
       val rule = PaneRule(panes)
-      val lateRows = mutable.ArrayBuffer.empty[Row]
+      val lateRows = mutable.ArrayBuffer.empty[InternalRow]
       // Partition key -> pane N -> partials.
       val open = mutable.HashMap.empty[Any, mutable.LongMap[Array[Any]]]
       rows.foreach { row =>
@@ -126,9 +138,7 @@ final class PaneInput(
           val t = row.getLong(time)
           if (rule.isLate(t, w)) {
             counted.lateDropped.add(1)
-            if (late.isDefined) lateRows += Row.fromSeq(row.toSeq.take(keyCount) ++
-              (PaneInput.LatePane +: partials.empty) :+
-              lateRow(row.getStruct(row.length - 1).toSeq, t, w))
+            toLate.foreach(late => lateRows += late(row.getStruct(row.length - 1), t, w))
           } else {
             val key: Any = if (keyCount == 1) row.get(0)
               else Row.fromSeq(row.toSeq.take(keyCount))
@@ -140,18 +150,17 @@ final class PaneInput(
           }
         }
       }
+      writeLate(lateRows)
       open.iterator.flatMap { case (key, byPane) =>
         val keyValues = if (keyCount == 1) Seq(key) else key.asInstanceOf[Row].toSeq
-        byPane.iterator.map { case (n, values) => Row.fromSeq((keyValues :+ n) ++ values ++ tail) }
-      } ++ lateRows.iterator
+        byPane.iterator.map { case (n, values) => Row.fromSeq((keyValues :+ n) ++ values) }
+      }
     }(Encoders.row(output)).toDF()
   }
 }
 
 object PaneInput {
   val MicrosColumn = "__sx_emicros"
-  /** The pane number of a row that carries a late row (no pane has it). */
-  val LatePane: Long = Long.MinValue
 
   /** An event time or watermark in µs: timestamps as they are, numbers as seconds (as batch
    *  replay reads them). */

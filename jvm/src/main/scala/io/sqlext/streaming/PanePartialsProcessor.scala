@@ -43,8 +43,6 @@ class PanePartialsProcessor(
   private val keyColumns = spec.partitionColumns.length
   private val paneIndex = keyColumns // input rows: key columns, N, partials ([[PaneInput]])
   private val Flags = states.schema.length // the pane's state; the partials follow
-  /** LATE ROWS INTO: output rows end with the __sx_late column (null in a firing). */
-  private val lateTail: Seq[Any] = if (spec.keepsLateRows) Seq(null) else Nil
 
   override def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
     state = getHandle.getValueState[Row]("key_panes",
@@ -62,16 +60,11 @@ class PanePartialsProcessor(
     val touched = mutable.Set.empty[Long]
     rows.foreach { row =>
       val n = row.getLong(paneIndex)
-      if (n == PaneInput.LatePane) { // a late row (LATE ROWS INTO) passes, in __sx_late
-        out += Row.fromSeq(key.toSeq.take(keyColumns) ++ (n +: Seq.fill(metaNames.length)(null))
-          ++ Seq.fill(partials.schema.length)(null) :+ row.get(row.length - 1))
-      } else {
-        // A new pane acts from the next watermark on (its creation is under this one).
-        val pane = keyState.panes.getOrElseUpdate(n,
-          states.values(rule.created(clock)) ++ partials.empty)
-        partials.merge(pane, Flags, row, paneIndex + 1)
-        touched += n
-      }
+      // A new pane acts from the next watermark on (its creation is under this one).
+      val pane = keyState.panes.getOrElseUpdate(n,
+        states.values(rule.created(clock)) ++ partials.empty)
+      partials.merge(pane, Flags, row, paneIndex + 1)
+      touched += n
     }
     touched.foreach { n =>
       val pane = keyState.panes(n)
@@ -142,7 +135,7 @@ class PanePartialsProcessor(
   /** Key, pane N, firing columns, the pane's partials. */
   private def firingRow(key: Row, n: Long, firing: PaneFiring, pane: Array[Any]): Row =
     Row.fromSeq(key.toSeq.take(keyColumns) ++ (n +: metaValues(n, firing)) ++
-      pane.toSeq.drop(Flags) ++ lateTail)
+      pane.toSeq.drop(Flags))
 
   /** The one timer of the key at the earliest (Spark) watermark at which a pane changes, and
    *  the key's state written once; none, and no state, once every pane closed. */

@@ -47,10 +47,6 @@ class PaneProcessor(
   override def handleInputRows(key: Row, rows: Iterator[Row], timers: TimerValues)
       : Iterator[Row] = {
     val n = key.getLong(key.length - 1)
-    if (n == PaneInput.LatePane) { // late rows (LATE ROWS INTO) pass, in column __sx_late
-      val none = Seq.fill(metaNames.length)(null)
-      return rows.map(row => Row.fromSeq(row.toSeq ++ none))
-    }
     val watermarkMs = timers.getCurrentWatermarkInMs()
     val out = advance(n, watermarkMs)
     val clock = PaneProcessor.clockOf(timers)

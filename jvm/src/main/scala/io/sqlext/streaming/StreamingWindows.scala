@@ -1,6 +1,7 @@
 package io.sqlext.streaming
 
 import io.sqlext.SqlExtErrors
+import io.sqlext.execution.LateRows
 import io.sqlext.window.{Family, Watermark, WindowSpec}
 import org.apache.spark.sql.{DataFrame, Encoders, KeyValueGroupedDataset, Row}
 import org.apache.spark.sql.functions.{col, lit}
@@ -17,12 +18,19 @@ object StreamingWindows {
   /** The grouping key of a window that runs as one state machine (one key, Row(0)). */
   private val WholeWindowKey = new StructType().add("__sx_all", IntegerType)
 
-  /** `checkpoint`: the streaming table's, where panes read each micro-batch's watermark. */
-  def firings(input: DataFrame, specJson: String, checkpoint: String): DataFrame = {
+  /** `checkpoint`: the streaming table's, where panes read each micro-batch's watermark;
+   *  `lateLocation`: the folder of the LATE ROWS INTO table (null for a plan that only gives
+   *  the firings' columns). */
+  def firings(input: DataFrame, specJson: String, checkpoint: String, lateLocation: String)
+      : DataFrame = {
     val spec = WindowSpec.fromJson(specJson)
-    if (spec.isPanes) panes(input, spec, checkpoint)
+    if (spec.isPanes) panes(input, spec, checkpoint, Option(lateLocation))
     else partitions(input, spec, StreamProgress.counters(input.sparkSession, checkpoint))
   }
+
+  /** LATE ROWS INTO: the late table's columns for the window's input `input`, as JSON. */
+  def lateRowsSchema(input: DataFrame): String =
+    LateRows.schema(input.schema, TimestampType, TimestampType).json
 
   /** TUMBLING and SLIDING: one state machine per partition key, or one for the whole window
    *  when its events act across partitions (punctuations, PARTITION EVICTION COUNT/TUPLES). */
@@ -60,7 +68,8 @@ object StreamingWindows {
     }
   }
 
-  private def panes(input: DataFrame, spec: WindowSpec, checkpoint: String): DataFrame = {
+  private def panes(input: DataFrame, spec: WindowSpec, checkpoint: String,
+      lateLocation: Option[String]): DataFrame = {
     input.schema.find(_.name == WindowSpec.EventTimeColumn).map(_.dataType) match {
       case Some(TimestampType) =>
       case other => throw SqlExtErrors.analysis(s"${spec.policyText}: a streaming " +
@@ -71,7 +80,10 @@ object StreamingWindows {
     val paneInput = new PaneInput(spec, BatchWatermark.qualified(session, checkpoint),
       session.sparkContext.broadcast(
         new SerializableConfiguration(session.sessionState.newHadoopConf())),
-      StreamProgress.counters(session, checkpoint), java8Time)
+      StreamProgress.counters(session, checkpoint),
+      lateLocation.filter(_ => spec.keepsLateRows).map(location => LateRowFiles.forStream(
+        session, checkpoint, location, LateRows.schema(input.schema, TimestampType,
+          TimestampType))))
     if (spec.family == Family.TimeInterval(Watermark.ByMarkers)) {
       return markerPanes(input, spec, java8Time, StreamProgress.counters(session, checkpoint),
         paneInput)
@@ -90,8 +102,7 @@ object StreamingWindows {
       val keyCount = spec.partitionColumns.length
       val output = StructType(schema.fields.take(keyCount + 1) ++
         metaNames.map(name => StructField(name, metaType(spec, name, watermarked.schema))) ++
-        new FiringPartials(spec, watermarked.schema, Nil).schema ++
-        paneInput.lateField(watermarked.schema))
+        new FiringPartials(spec, watermarked.schema, Nil).schema)
       grouped(combined, spec.partitionColumns)
         .transformWithState(new PanePartialsProcessor(spec, watermarked.schema, metaNames,
           java8Time), TimeMode.EventTime(), OutputMode.Append())(Encoders.row(output))
@@ -135,11 +146,10 @@ object StreamingWindows {
       counters: StreamCounters, paneInput: PaneInput): DataFrame = {
     val metaNames = WindowSpec.FireColumn +: spec.meta.distinct.map(WindowSpec.MetaColumns)
     val output = StructType(input.schema.fields ++ metaNames.map(name =>
-      StructField(name, metaType(spec, name, input.schema), nullable = true)) ++
-      paneInput.lateField(input.schema))
+      StructField(name, metaType(spec, name, input.schema), nullable = true)))
     grouped(input, Nil)
       .transformWithState(new MarkerPaneProcessor(spec, input.schema, metaNames, java8Time,
-        counters, paneInput.lateRows(input.schema)), TimeMode.None(), OutputMode.Append())(
+        counters, paneInput), TimeMode.None(), OutputMode.Append())(
         Encoders.row(output))
       .toDF()
   }
