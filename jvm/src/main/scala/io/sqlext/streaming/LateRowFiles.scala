@@ -46,15 +46,18 @@ final class LateRowFiles private (
     writeConf: Broadcast[SerializableConfiguration],
     val staged: CollectionAccumulator[StagedLateFile]) extends Serializable {
 
-  /** Executor: `rows` (of `schema`) as one Parquet file of the running micro-batch, reported
-   *  for the driver's commit; nothing without rows. */
-  def write(rows: Iterator[InternalRow]): Unit = if (rows.hasNext) {
-    val task = TaskContext.get()
-    val batch = BatchWatermark.batchId()
-    val attempt = new TaskAttemptID(new TaskID("sx-late", batch.toInt, TaskType.MAP,
-      task.partitionId()), task.attemptNumber())
+  /** Executor: a writer of the calling task's late rows ([[LateRowFiles.TaskFile]]). */
+  def forTask(): LateRowFiles.TaskFile = new LateRowFiles.TaskFile(this, TaskContext.get(),
+    BatchWatermark.batchId())
+
+  /** `rows` (of `schema`) as one Parquet file of micro-batch `batch`, written by attempt
+   *  `attemptNumber` of task `partition`, reported for the driver's commit. */
+  private def write(rows: Iterator[InternalRow], batch: Long, partition: Int,
+      attemptNumber: Int): Unit = {
+    val attempt = new TaskAttemptID(new TaskID("sx-late", batch.toInt, TaskType.MAP, partition),
+      attemptNumber)
     val context = new TaskAttemptContextImpl(writeConf.value.value, attempt)
-    val name = f"part-${task.partitionId()}%05d-${UUID.randomUUID()}-c000" +
+    val name = f"part-$partition%05d-${UUID.randomUUID()}-c000" +
       factory.getFileExtension(context)
     val path = new Path(location, name)
     val writer = factory.newInstance(path.toString, schema, context)
@@ -64,11 +67,66 @@ final class LateRowFiles private (
       count += 1
     } finally writer.close()
     val bytes = path.getFileSystem(context.getConfiguration).getFileStatus(path).getLen
-    staged.add(StagedLateFile(batch, task.partitionId(), name, bytes, count))
+    staged.add(StagedLateFile(batch, partition, name, bytes, count))
   }
 }
 
 object LateRowFiles extends Logging {
+  private val Chunk = 4096
+  private val End = new Array[InternalRow](0)
+
+  /**
+   * The late rows of one task, written to their file on a thread of their own while the task
+   * goes on (a side output: the task's own rows need not wait for Parquet's encoding); the
+   * file opens with the first late row. `finish()`, at the end of the task, waits for the file
+   * and reports it; a task that fails stops the thread (its file is never committed).
+   */
+  final class TaskFile private[LateRowFiles] (files: LateRowFiles, task: TaskContext,
+      batch: Long) {
+    private val queue = new java.util.concurrent.LinkedBlockingQueue[Array[InternalRow]]()
+    private var chunk = new Array[InternalRow](Chunk)
+    private var filled = 0
+    private var thread: Thread = _
+    @volatile private var failure: Throwable = _
+
+    def add(row: InternalRow): Unit = {
+      chunk(filled) = row
+      filled += 1
+      if (filled == Chunk) flush()
+    }
+
+    def addAll(rows: Iterable[InternalRow]): Unit = rows.foreach(add)
+
+    def finish(): Unit = {
+      if (filled > 0) flush()
+      if (thread != null) {
+        queue.put(End)
+        thread.join()
+        if (failure != null) throw failure
+      }
+    }
+
+    private def flush(): Unit = {
+      if (thread == null) start()
+      queue.put(java.util.Arrays.copyOf(chunk, filled))
+      chunk = new Array[InternalRow](Chunk)
+      filled = 0
+    }
+
+    private def start(): Unit = {
+      val (partition, attempt) = (task.partitionId(), task.attemptNumber())
+      thread = new Thread(s"sql_ext late rows, batch $batch task $partition") {
+        override def run(): Unit = try {
+          files.write(Iterator.continually(queue.take()).takeWhile(_ ne End).flatMap(_.iterator),
+            batch, partition, attempt)
+        } catch { case e: Throwable => failure = e }
+      }
+      thread.setDaemon(true)
+      thread.start()
+      task.addTaskCompletionListener[Unit](_ => if (thread.isAlive) thread.interrupt())
+    }
+  }
+
   /** The late row writers of the running streams, by qualified checkpoint. */
   private val streams = new ConcurrentHashMap[String, LateRowFiles]()
 
@@ -105,11 +163,12 @@ object LateRowFiles extends Logging {
     def delete(unused: Seq[StagedLateFile]): Unit =
       unused.foreach(f => fs.delete(new Path(table, f.name), false))
     delete(stale ++ ours.diff(chosen))
-    if (chosen.isEmpty) return 0L
+    if (discard) delete(chosen)
+    if (discard || chosen.isEmpty) return 0L
     val log = DeltaLog.forTable(session, table)
     val txn = log.startTransaction(None)
-    if (discard || DeltaBatchAppend.committedBatch(session, log, txn.snapshot, appId) >= batchId) {
-      delete(chosen)
+    if (DeltaBatchAppend.committedBatch(session, log, txn.snapshot, appId) >= batchId) {
+      delete(chosen) // a batch replayed after a restart: its late rows are in the table
       return 0L
     }
     val now = System.currentTimeMillis()

@@ -85,7 +85,7 @@ class MarkerPaneProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[St
       counters.lateDropped.add(window.droppedLate - saved.getLong(1))
     }
     save(window, before)
-    paneInput.writeLate(lateRows)
+    paneInput.lateFile().foreach { file => file.addAll(lateRows); file.finish() }
     last.valuesIterator.foreach { f =>
       val meta = PaneProcessor.metaValues(metaNames, geometry, f.windowId,
         PaneFiring(f.paneIndex, f.timing), java8Time)

@@ -63,11 +63,10 @@ final class PaneInput(
     }
   }
 
-  /** LATE ROWS INTO: writes a task's late rows to a file of the late table. */
-  def writeLate(rows: Iterable[InternalRow]): Unit = if (rows.nonEmpty) {
-    lateFiles.getOrElse(throw new IllegalStateException("sql_ext: a stream with LATE ROWS " +
-      "INTO planned without its late table")).write(rows.iterator)
-  }
+  /** LATE ROWS INTO: the writer of the calling task's late rows to a file of the late table. */
+  def lateFile(): Option[LateRowFiles.TaskFile] = Option.when(keepsLate)(lateFiles.getOrElse(
+    throw new IllegalStateException("sql_ext: a stream with LATE ROWS INTO planned without " +
+      "its late table")).forTask())
 
   /** Each tuple that is not late once per pane containing it, pane N in __sx_fire (none in a
    *  gap between panes, as in batch). */
@@ -81,7 +80,7 @@ final class PaneInput(
     tuples.mapPartitions { rows: Iterator[Row] =>
       val w = SplWatermark(panes).ofBatch(cp, conf.value.value)
       val rule = PaneRule(panes)
-      val lateRows = mutable.ArrayBuffer.empty[InternalRow]
+      val lateRows = lateFile()
       rows.flatMap { row =>
         if (beat >= 0 && row.getBoolean(beat)) Iterator.empty // the idle clock's: it did its part
         else if (row.isNullAt(time)) { counted.notWindowed.add(1); Iterator.empty }
@@ -89,11 +88,11 @@ final class PaneInput(
           val t = PaneInput.micros(row.get(time))
           if (rule.isLate(t, w)) {
             counted.lateDropped.add(1)
-            toLate.foreach(late => lateRows += late(row, t, w))
+            toLate.foreach(late => lateRows.foreach(_.add(late(row, t, w))))
             Iterator.empty
           } else panes.panesOf(t).map(n => Row.fromSeq(row.toSeq :+ n))
         }
-      } ++ { writeLate(lateRows); Iterator.empty } // once the task's input is read
+      } ++ { lateRows.foreach(_.finish()); Iterator.empty } // once the task's input is read
     }(Encoders.row(output)).toDF()
   }
 
@@ -128,7 +127,7 @@ final class PaneInput(
     narrow.mapPartitions { rows: Iterator[Row] =>
       val w = SplWatermark(panes).ofBatch(cp, conf.value.value)
       val rule = PaneRule(panes)
-      val lateRows = mutable.ArrayBuffer.empty[InternalRow]
+      val lateRows = lateFile()
       // Partition key -> pane N -> partials.
       val open = mutable.HashMap.empty[Any, mutable.LongMap[Array[Any]]]
       rows.foreach { row =>
@@ -138,7 +137,8 @@ final class PaneInput(
           val t = row.getLong(time)
           if (rule.isLate(t, w)) {
             counted.lateDropped.add(1)
-            toLate.foreach(late => lateRows += late(row.getStruct(row.length - 1), t, w))
+            toLate.foreach(late => lateRows.foreach(_.add(late(row.getStruct(row.length - 1), t,
+              w))))
           } else {
             val key: Any = if (keyCount == 1) row.get(0)
               else Row.fromSeq(row.toSeq.take(keyCount))
@@ -150,11 +150,10 @@ final class PaneInput(
           }
         }
       }
-      writeLate(lateRows)
       open.iterator.flatMap { case (key, byPane) =>
         val keyValues = if (keyCount == 1) Seq(key) else key.asInstanceOf[Row].toSeq
         byPane.iterator.map { case (n, values) => Row.fromSeq((keyValues :+ n) ++ values) }
-      }
+      } ++ { lateRows.foreach(_.finish()); Iterator.empty } // the file written meanwhile
     }(Encoders.row(output)).toDF()
   }
 }
