@@ -13,7 +13,10 @@ def spark(tmp_path_factory):
     import sql_ext
 
     warehouse = tmp_path_factory.mktemp("warehouse")
-    session = sql_ext.session(warehouse=warehouse, conf={"spark.sql.shuffle.partitions": "2"})
+    # One JVM serves a worker's half of the suite (hundreds of streams, Delta logs, state
+    # stores): 2 GB, not Spark's default 1 GB, so the run does not depend on which tests share it.
+    session = sql_ext.session(warehouse=warehouse, conf={"spark.sql.shuffle.partitions": "2",
+                                                         "spark.driver.memory": "2g"})
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

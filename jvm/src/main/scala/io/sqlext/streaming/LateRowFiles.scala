@@ -1,5 +1,6 @@
 package io.sqlext.streaming
 
+import java.lang.ref.WeakReference
 import java.util.UUID
 import java.util.concurrent.ConcurrentHashMap
 
@@ -127,8 +128,10 @@ object LateRowFiles extends Logging {
     }
   }
 
-  /** The late row writers of the running streams, by qualified checkpoint. */
-  private val streams = new ConcurrentHashMap[String, LateRowFiles]()
+  /** The late row writers of the running streams, by qualified checkpoint. Weakly: a running
+   *  stream's plan holds its writer; once the stream is gone, so is the writer (with its
+   *  broadcast configuration), however many streams a long-lived server starts. */
+  private val streams = new ConcurrentHashMap[String, WeakReference[LateRowFiles]]()
 
   /** Driver, when a stream with LATE ROWS INTO is planned: the writer of its late rows
    *  (`schema`) into the Delta table at `location`. */
@@ -141,7 +144,8 @@ object LateRowFiles extends Logging {
       table.getFileSystem(job.getConfiguration).makeQualified(table).toString, schema, factory,
       session.sparkContext.broadcast(new SerializableConfiguration(job.getConfiguration)),
       session.sparkContext.collectionAccumulator[StagedLateFile](s"sql_ext late rows $location"))
-    streams.put(BatchWatermark.qualified(session, checkpoint), files)
+    streams.values().removeIf(_.get == null)
+    streams.put(BatchWatermark.qualified(session, checkpoint), new WeakReference(files))
     files
   }
 
@@ -150,7 +154,8 @@ object LateRowFiles extends Logging {
    *  table has it), or only deleted with `discard` (benchmarks' noop sink). The rows committed. */
   def commit(session: SparkSession, checkpoint: String, appId: String, batchId: Long,
       queryId: String, discard: Boolean): Long = {
-    val files = streams.get(BatchWatermark.qualified(session, checkpoint))
+    val files = Option(streams.get(BatchWatermark.qualified(session, checkpoint)))
+      .map(_.get).orNull
     if (files == null) throw new IllegalStateException(s"sql_ext: no late rows writer for the " +
       s"stream checkpointed at $checkpoint")
     val reported = files.staged.value.asScala.toSeq
