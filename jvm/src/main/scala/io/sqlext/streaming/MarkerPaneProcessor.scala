@@ -2,7 +2,6 @@ package io.sqlext.streaming
 
 import io.sqlext.window._
 import org.apache.spark.sql.{Encoders, Row}
-import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.streaming._
 import org.apache.spark.sql.types._
 
@@ -67,9 +66,9 @@ class MarkerPaneProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[St
     val last = mutable.LinkedHashMap.empty[(Long, Row), Firing[Row, Row]]
     val emit = (f: Firing[Row, Row]) => { last((f.windowId, f.key)) = f }
     val out = ArrayBuffer.empty[Row]
-    val lateRows = ArrayBuffer.empty[InternalRow]
-    late.foreach { late => // LATE ROWS INTO: written to a file of the late table
-      window.onLate = (_, tuple, time, watermark) => lateRows += late(tuple, time, watermark)
+    val lateFile = paneInput.lateFile() // LATE ROWS INTO: late rows go to a file of its table
+    for (toLate <- late; file <- lateFile) {
+      window.onLate = (_, tuple, time, watermark) => file.add(toLate(tuple, time, watermark))
     }
     var skipped = 0L
     val now = PaneProcessor.clockOf(timers) // EMIT EARLY's clock: the batch's processing time
@@ -85,7 +84,7 @@ class MarkerPaneProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[St
       counters.lateDropped.add(window.droppedLate - saved.getLong(1))
     }
     save(window, before)
-    paneInput.lateFile().foreach { file => file.addAll(lateRows); file.finish() }
+    lateFile.foreach(_.finish())
     last.valuesIterator.foreach { f =>
       val meta = PaneProcessor.metaValues(metaNames, geometry, f.windowId,
         PaneFiring(f.paneIndex, f.timing), java8Time)

@@ -80,7 +80,7 @@ final class PaneInput(
     tuples.mapPartitions { rows: Iterator[Row] =>
       val w = SplWatermark(panes).ofBatch(cp, conf.value.value)
       val rule = PaneRule(panes)
-      val lateRows = lateFile()
+      val lateOut = lateFile()
       rows.flatMap { row =>
         if (beat >= 0 && row.getBoolean(beat)) Iterator.empty // the idle clock's: it did its part
         else if (row.isNullAt(time)) { counted.notWindowed.add(1); Iterator.empty }
@@ -88,11 +88,11 @@ final class PaneInput(
           val t = PaneInput.micros(row.get(time))
           if (rule.isLate(t, w)) {
             counted.lateDropped.add(1)
-            toLate.foreach(late => lateRows.foreach(_.add(late(row, t, w))))
+            toLate.foreach(late => lateOut.foreach(_.add(late(row, t, w))))
             Iterator.empty
           } else panes.panesOf(t).map(n => Row.fromSeq(row.toSeq :+ n))
         }
-      } ++ { lateRows.foreach(_.finish()); Iterator.empty } // once the task's input is read
+      } ++ { lateOut.foreach(_.finish()); Iterator.empty } // once the task's input is read
     }(Encoders.row(output)).toDF()
   }
 
@@ -127,7 +127,7 @@ final class PaneInput(
     narrow.mapPartitions { rows: Iterator[Row] =>
       val w = SplWatermark(panes).ofBatch(cp, conf.value.value)
       val rule = PaneRule(panes)
-      val lateRows = lateFile()
+      val lateOut = lateFile()
       // Partition key -> pane N -> partials.
       val open = mutable.HashMap.empty[Any, mutable.LongMap[Array[Any]]]
       rows.foreach { row =>
@@ -137,7 +137,7 @@ final class PaneInput(
           val t = row.getLong(time)
           if (rule.isLate(t, w)) {
             counted.lateDropped.add(1)
-            toLate.foreach(late => lateRows.foreach(_.add(late(row.getStruct(row.length - 1), t,
+            toLate.foreach(late => lateOut.foreach(_.add(late(row.getStruct(row.length - 1), t,
               w))))
           } else {
             val key: Any = if (keyCount == 1) row.get(0)
@@ -153,7 +153,7 @@ final class PaneInput(
       open.iterator.flatMap { case (key, byPane) =>
         val keyValues = if (keyCount == 1) Seq(key) else key.asInstanceOf[Row].toSeq
         byPane.iterator.map { case (n, values) => Row.fromSeq((keyValues :+ n) ++ values) }
-      } ++ { lateRows.foreach(_.finish()); Iterator.empty } // the file written meanwhile
+      } ++ { lateOut.foreach(_.finish()); Iterator.empty } // the file written meanwhile
     }(Encoders.row(output)).toDF()
   }
 }

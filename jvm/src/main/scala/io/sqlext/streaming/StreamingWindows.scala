@@ -29,8 +29,10 @@ object StreamingWindows {
   }
 
   /** LATE ROWS INTO: the late table's columns for the window's input `input`, as JSON. */
-  def lateRowsSchema(input: DataFrame): String =
-    LateRows.schema(input.schema, TimestampType, TimestampType).json
+  def lateRowsSchema(input: DataFrame): String = lateRowsType(input).json
+
+  private def lateRowsType(input: DataFrame): StructType =
+    LateRows.schema(input.schema, TimestampType, TimestampType)
 
   /** TUMBLING and SLIDING: one state machine per partition key, or one for the whole window
    *  when its events act across partitions (punctuations, PARTITION EVICTION COUNT/TUPLES). */
@@ -77,16 +79,14 @@ object StreamingWindows {
     }
     val session = input.sparkSession
     val java8Time = session.conf.get("spark.sql.datetime.java8API.enabled") == "true"
+    val counters = StreamProgress.counters(session, checkpoint)
     val paneInput = new PaneInput(spec, BatchWatermark.qualified(session, checkpoint),
       session.sparkContext.broadcast(
         new SerializableConfiguration(session.sessionState.newHadoopConf())),
-      StreamProgress.counters(session, checkpoint),
-      lateLocation.filter(_ => spec.keepsLateRows).map(location => LateRowFiles.forStream(
-        session, checkpoint, location, LateRows.schema(input.schema, TimestampType,
-          TimestampType))))
+      counters, lateLocation.filter(_ => spec.keepsLateRows).map(location =>
+        LateRowFiles.forStream(session, checkpoint, location, lateRowsType(input))))
     if (spec.family == Family.TimeInterval(Watermark.ByMarkers)) {
-      return markerPanes(input, spec, java8Time, StreamProgress.counters(session, checkpoint),
-        paneInput)
+      return markerPanes(input, spec, java8Time, counters, paneInput)
     }
     // Spark's watermark is the SPL watermark minus the discard age, less 1 ms (architecture.md
     // section 3); late tuples are dropped by PaneInput under the batch's own watermark.
