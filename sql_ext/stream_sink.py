@@ -132,14 +132,6 @@ class DeltaSink:
             session.conf.unset("spark.databricks.delta.write.txnAppId")
             session.conf.unset("spark.databricks.delta.write.txnVersion")
 
-    def append(self, rows: DataFrame, batch_id: int) -> None:
-        """A micro-batch of firings that never fire again, one merged row each: computed by
-        the job that appends them, in one file (a replayed batch is computed, not written)."""
-        if rows.sparkSession.conf.get(BENCH_SINK, "delta") == "noop":
-            rows.write.format("noop").mode("overwrite").save()  # benchmarks only, as above
-        else:
-            bridge.delta_batch_append(rows.coalesce(1), self.location, self.app_id, batch_id)
-
 
 def create_late_table(spark: SparkSession, name: str, schema: StructType,
                       replace: bool) -> None:

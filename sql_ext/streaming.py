@@ -233,27 +233,10 @@ def _start(spark: SparkSession, entry: Entry, plan: StreamPlan,
     progress = bridge.stream_progress(spark)
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
-        if one_job:
-            append_once(batch, batch_id)
-            return
         # One job computes the micro-batch's firings; with LATE ROWS INTO the same job wrote
         # its late rows to files of the late table (LateRowFiles), committed here.
         rows, upsert, written = compute(batch)
         commit(rows, batch_id, upsert, written)
-
-    # Firings that never re-fire, merged to a row each by their partials: the append needs
-    # nothing known before it, so the job that writes the rows computes them (one job per
-    # micro-batch, not a materializing job and then the write).
-    one_job = not plan.refires and not plan.late_rows and bool(plan.spec.get("aggregates"))
-
-    def append_once(batch: DataFrame, batch_id: int) -> None:
-        batch.createOrReplaceTempView(plan.firings_view)
-        figures = Observation()
-        rows = batch.sparkSession.sql(plan.outer_sql).observe(
-            figures, F.count(F.lit(1)).alias("written"))
-        sink.append(rows, batch_id)
-        _written(run, batch_id, figures.get["written"], plan.late_rows)
-        fault_point(batch_id)
 
     def compute(batch: DataFrame):
         """The micro-batch's rows, computed once, always: the window state of the batch

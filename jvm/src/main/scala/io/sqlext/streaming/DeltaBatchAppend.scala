@@ -24,18 +24,13 @@ import scala.util.Try
  */
 object DeltaBatchAppend extends Logging {
 
-  /** Appends `rows` as batch `batchId` of `appId` unless the table already has it (then they
-   *  are computed and not written); whether it wrote. The rows' columns must be the table's. */
+  /** Appends `rows` as batch `batchId` of `appId` unless the table already has it; whether it
+   *  wrote. The rows' columns must be the table's. */
   def append(rows: DataFrame, path: String, appId: String, batchId: Long, queryId: String)
       : Boolean = {
     val log = DeltaLog.forTable(rows.sparkSession, new Path(path))
     val txn = log.startTransaction(None) // by path: the table is resolved once per stream
-    if (committedBatch(rows.sparkSession, log, txn.snapshot, appId) >= batchId) {
-      // Replayed after a restart: the rows are computed all the same, as the micro-batch's
-      // window state commits only when its stateful stage runs; none is written again.
-      rows.write.format("noop").mode("overwrite").save()
-      return false
-    }
+    if (committedBatch(rows.sparkSession, log, txn.snapshot, appId) >= batchId) return false
     val table = txn.metadata.schema.fields.map(f => (f.name.toLowerCase, f.dataType))
     val columns = rows.schema.fields.map(f => (f.name.toLowerCase, f.dataType))
     val fits = table.length == columns.length && table.zip(columns).forall {
