@@ -96,8 +96,6 @@ object LateRowFiles extends Logging {
       if (filled == Chunk) flush()
     }
 
-    def addAll(rows: Iterable[InternalRow]): Unit = rows.foreach(add)
-
     def finish(): Unit = {
       if (filled > 0) flush()
       if (thread != null) {
