@@ -130,6 +130,7 @@ class Entry:
     state: str
     error: str | None
     error_time: str | None
+    window: str | None = None  # the window as last recorded (WINDOW_PROPERTY)
 
     @property
     def name(self) -> str:
@@ -164,7 +165,7 @@ def read(spark: SparkSession, db: str, table: str) -> dict[str, str]:
 def entry(db: str, table: str, props: dict[str, str]) -> Entry:
     return Entry(db, table, Definition.from_properties(props), props.get(f"{PREFIX}.id", ""),
                  props.get(f"{PREFIX}.state", "STOPPED"), props.get(f"{PREFIX}.error"),
-                 props.get(f"{PREFIX}.error_time"))
+                 props.get(f"{PREFIX}.error_time"), props.get(WINDOW_PROPERTY))
 
 
 def write(spark: SparkSession, db: str, table: str, changes: dict[str, str | None]) -> None:
@@ -174,22 +175,32 @@ def write(spark: SparkSession, db: str, table: str, changes: dict[str, str | Non
 
 
 def define(spark: SparkSession, db: str, table: str, definition: Definition,
-           stream_id: str) -> None:
+           stream_id: str) -> dict[str, str]:
+    """Records `definition` as the table's, stopped; the sql_ext.stream properties it then has
+    (no second read of the metastore)."""
     old = read(spark, db, table)
     changes: dict[str, str | None] = {k: None for k in old if k.startswith(f"{PREFIX}.query.")}
     changes.update(definition.properties())
     changes.update({f"{PREFIX}.id": stream_id, f"{PREFIX}.state": "STOPPED"})
     write(spark, db, table, changes)
+    return {k: v for k, v in {**old, **changes}.items() if v is not None}
 
 
 # The window of a streaming table as window_state() reads it (io.sqlext.streaming.WindowState).
 WINDOW_PROPERTY = f"{PREFIX}.window"
 
 
-def record_window(spark: SparkSession, entry: Entry, window: str) -> None:
-    """Stores the planned window (JSON) with the table, when it changed."""
-    if read(spark, entry.db, entry.table).get(WINDOW_PROPERTY) != window:
-        write(spark, entry.db, entry.table, {WINDOW_PROPERTY: window})
+def record_start(spark: SparkSession, entry: Entry, window: str) -> None:
+    """Records a starting stream: RUNNING, with its planned window (JSON); one metastore write,
+    none when both are recorded already."""
+    changes = {}
+    if entry.state != "RUNNING":
+        changes[f"{PREFIX}.state"] = "RUNNING"
+    if entry.window != window:
+        changes[WINDOW_PROPERTY] = window
+    if changes:
+        write(spark, entry.db, entry.table, changes)
+        entry.state, entry.window = "RUNNING", window
 
 
 def record_state(spark: SparkSession, entry: Entry, state: str) -> None:

@@ -105,12 +105,12 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str, *,
         if plan.late_rows and replace:  # starts over: so do its late rows (_start creates)
             create_late_table(spark, plan.late_rows, plan.late_schema(), replace=True)
         try:
-            catalog.define(spark, db, table, definition, uuid.uuid4().hex)
+            props = catalog.define(spark, db, table, definition, uuid.uuid4().hex)
         except Exception:
             # A table without its definition would be a plain table that blocks the name.
             spark.sql(f"DROP TABLE IF EXISTS {name}")
             raise
-        entry = catalog.entry(db, table, catalog.read(spark, db, table))
+        entry = catalog.entry(db, table, props)
     return _start(spark, entry, plan, definition.trigger)
 
 
@@ -274,8 +274,7 @@ def _start(spark: SparkSession, entry: Entry, plan: StreamPlan,
     writer = writer.trigger(availableNow=True) if trigger == AVAILABLE_NOW \
         else writer.trigger(processingTime=f"{float(trigger)} seconds")
     progress.watch(spark._jsparkSession)
-    catalog.record_state(spark, entry, "RUNNING")
-    catalog.record_window(spark, entry, plan.window)
+    catalog.record_start(spark, entry, plan.window)
     run = StreamingTable(entry, None, spark, location)
     with stream_settings(spark):  # the stream's session is a copy made at start
         query = run.query = writer.start()

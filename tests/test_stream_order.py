@@ -159,6 +159,24 @@ def test_a_backlog_of_unequal_appends_in_one_micro_batch(spark, tmp_path_factory
         assert got[0] == ("0", 0, 0, 12)  # key '0' holds 0, 3, 6, 9, 12 first
 
 
+def test_a_backlog_larger_than_a_pack(spark, tmp_path_factory):
+    """One append of 9,000 rows in one file: a map task packs each key's tuples into one row
+    (PackTuplesExec), at most 4,096 per pack, so key 'a' (6,000 tuples) leaves in several packs
+    that the window must put back in order. Some v are NULL (NULLs travel in a pack), and PUNCT
+    markers are booleans (packed as objects, not primitives)."""
+    rows = [(i, i, "a" if i % 3 else "b", None if i % 7 == 0 else float(i % 13))
+            for i in range(9000)]
+    for window in ("TUMBLING COUNT(7)", "TUMBLING PUNCT(v > 11)"):
+        template = ("SELECT k, WINDOW_ID() AS w, COUNT(*) AS n, COUNT(v) AS nv, SUM(v) AS total, "
+                    "MIN(id) AS lo, MAX(id) AS hi FROM {source} WINDOW {policy} "
+                    "OVER (PARTITION BY k{order}){tail}")
+        source, _, got = _stream_cut(spark, tmp_path_factory, [(rows, 1)], [1], None,
+                                     lambda s: _query(template, s, window, False))
+        expected = _rows(spark.sql(_query(template, source, window, False)))
+        assert len(got) > 600
+        assert got == expected
+
+
 def test_rows_below_an_earlier_micro_batch_are_counted(spark, tmp_path):
     """ORDER BY cannot reorder into the past: a row below the highest value an earlier
     micro-batch processed is replayed where it arrives and counted; within a micro-batch the

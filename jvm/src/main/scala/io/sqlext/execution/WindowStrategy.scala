@@ -1,6 +1,6 @@
 package io.sqlext.execution
 
-import io.sqlext.plans.logical.{WindowAggregate, WindowAssign}
+import io.sqlext.plans.logical.{PackTuples, WindowAggregate, WindowAssign}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
 
@@ -12,6 +12,7 @@ object WindowStrategy extends SparkStrategy {
     case WindowAggregate(spec, inputs, keys, meta, kinds, aggInputs, aggOutput, child) =>
       WindowAggregateExec(spec, inputs, keys, meta, kinds, aggInputs, aggOutput,
         planLater(child)) :: Nil
+    case PackTuples(keys, packed, child) => PackTuplesExec(keys, packed, planLater(child)) :: Nil
     case _ => Nil
   }
 }

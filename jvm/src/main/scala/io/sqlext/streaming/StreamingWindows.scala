@@ -56,16 +56,18 @@ object StreamingWindows {
     // policies and AGE eviction, which need its timers, pay for it.
     val timeMode = if (spec.usesClock) TimeMode.ProcessingTime() else TimeMode.None()
     val tuples = if (spec.usesClock) withHeartbeat(input) else input
+    val packing = new PackedTuples(schema, spec.partitionColumns)
+    val packed = packing.pack(tuples)
     if (spec.actsAcrossPartitions) {
-      grouped(tuples, Nil)
+      grouped(packed, Nil)
         .transformWithState(new WholeWindowProcessor(spec, schema, keySchema, metaNames,
-          counters),
+          counters, packing),
           timeMode, OutputMode.Append())(Encoders.row(output))
         .toDF()
     } else {
-      grouped(tuples, spec.partitionColumns)
-        .transformWithState(new WindowProcessor(spec, schema, metaNames, counters), timeMode,
-          OutputMode.Append())(Encoders.row(output))
+      grouped(packed, spec.partitionColumns)
+        .transformWithState(new WindowProcessor(spec, schema, metaNames, counters, packing),
+          timeMode, OutputMode.Append())(Encoders.row(output))
         .toDF()
     }
   }

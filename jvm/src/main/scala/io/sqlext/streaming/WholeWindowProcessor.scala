@@ -26,7 +26,7 @@ import scala.collection.mutable.ArrayBuffer
  * the next TIME tick.
  */
 class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema: StructType,
-    metaNames: Seq[String], counters: StreamCounters)
+    metaNames: Seq[String], counters: StreamCounters, packing: PackedTuples)
     extends StatefulProcessor[Row, Row, Row] with Logging {
 
   @transient private var partitions: MapState[Row, Row] = _
@@ -63,7 +63,7 @@ class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema:
     if (spec.timeBased) window.advanceClock(now)(emit)
     val files = new FileEnds(input)
     var skipped = 0L
-    order.sorted(rows).foreach { row =>
+    order.sorted(packing.unpack(rows)).foreach { row =>
       if (markerIndex >= 0 && row.getBoolean(markerIndex)) window.punctuate(now)(emit)
       else if (valueColumns.exists(row.isNullAt)) skipped += 1
       else {

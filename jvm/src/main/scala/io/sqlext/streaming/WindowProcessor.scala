@@ -13,8 +13,9 @@ import scala.collection.mutable.ArrayBuffer
 /**
  * One partition of a TUMBLING or SLIDING window under `transformWithState`, driving the same
  * state machines as batch (semantics.md sections 2-5). Per micro-batch the partition's saved
- * state is put back into a fresh machine, the batch's tuples go in in arrival order (ORDER BY,
- * then the source's order: [[MicroBatchOrder]]), and the state is saved again: tuples in a
+ * state is put back into a fresh machine, the batch's tuples (packed per map task:
+ * [[PackedTuples]]) go in in arrival order (ORDER BY, then the source's order:
+ * [[MicroBatchOrder]]), and the state is saved again: tuples in a
  * list state, the policy state (window number, initial-full flag, trigger counter, delta
  * reference, TIME stamps and next tick) in a value state. Both live in Spark's checkpointed
  * state store, so a restart resumes the window where it was (section 8).
@@ -24,7 +25,8 @@ import scala.collection.mutable.ArrayBuffer
  * down. Ticks are aligned to multiples of the period since the epoch.
  */
 class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String],
-    counters: StreamCounters) extends StatefulProcessor[Row, Row, Row] with Logging {
+    counters: StreamCounters, packing: PackedTuples)
+    extends StatefulProcessor[Row, Row, Row] with Logging {
 
   @transient private var tuples: ListState[Row] = _
   @transient private var policy: ValueState[Row] = _
@@ -56,7 +58,7 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
     var skipped = 0L
     var inserted = false
     val files = new FileEnds(input)
-    order.sorted(rows).foreach { row =>
+    order.sorted(packing.unpack(rows)).foreach { row =>
       if (valueColumns.exists(row.isNullAt)) skipped += 1
       else {
         if (files.endsBefore(row)) window.punctuate(now)(emit)
