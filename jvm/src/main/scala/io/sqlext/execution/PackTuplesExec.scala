@@ -135,6 +135,7 @@ object PackTuplesExec {
     }
   }
 
+  // One class per primitive type, alike by design: a generic one would box every value.
   private final class Longs extends Column {
     private val builder = new mutable.ArrayBuilder.ofLong
     override protected def addValue(row: InternalRow, i: Int): Unit = builder += row.getLong(i)
