@@ -180,10 +180,11 @@ def state_growth(spark, rows: int, parts: int, keys: int, only: list[str] | None
     print(f"State after 1x ({rows // 10:,} rows) and 10x ({rows:,} rows) input, {keys:,} keys, "
           f"{parts} appends (target: 10x within 1.2x of 1x)")
     print(f"  {'query':<38}{'rows 1x':>9}{'rows 10x':>10}{'SST KB 1x':>11}{'SST KB 10x':>12}"
-          f"{'rows 10x/1x':>13}{'KB 10x/1x':>11}")
+          f"{'rows 10x/1x':>13}{'KB 10x/1x':>11}{'held 1x':>9}{'held 10x':>10}")
     sizes = {}
-    # Compacted at every commit, the store's SST files hold the live state only (not versions
-    # waiting for a compaction), so their size is the state's.
+    # Compacted at every commit; under changelog checkpointing (every streaming table's) a
+    # commit writes a changelog, so the SST files show what RocksDB flushed when, not the live
+    # state: `held` reads what the windows hold from the state itself (window_state).
     compact = "spark.sql.streaming.stateStore.rocksdb.compactOnCommit"
     spark.conf.set(compact, "true")
     for size in (rows // 10, rows):
@@ -192,14 +193,22 @@ def state_growth(spark, rows: int, parts: int, keys: int, only: list[str] | None
             if only and not any(word.lower() in name.lower() for word in only):
                 continue
             sizes[name, size] = state_size(
-                ours(spark, path, "per-append", work, "noop", clause, column))
+                ours(spark, path, "per-append", work, "noop", clause, column)) + (held(spark),)
         shutil.rmtree(work, ignore_errors=True)
     spark.conf.unset(compact)
     for name in dict.fromkeys(name for name, _ in sizes):
-        (rows_1, bytes_1), (rows_10, bytes_10) = sizes[name, rows // 10], sizes[name, rows]
+        (rows_1, bytes_1, held_1), (rows_10, bytes_10, held_10) = (sizes[name, rows // 10],
+                                                                   sizes[name, rows])
         print(f"  {name:<38}{rows_1:>9,}{rows_10:>10,}{bytes_1 / 1024:>11,.0f}"
               f"{bytes_10 / 1024:>12,.0f}{rows_10 / max(rows_1, 1):>13.2f}"
-              f"{bytes_10 / max(bytes_1, 1):>11.2f}", flush=True)
+              f"{bytes_10 / max(bytes_1, 1):>11.2f}{held_1:>9,}{held_10:>10,}", flush=True)
+
+
+def held(spark, name: str = "bench_stream_out") -> int:
+    """What the last run's windows hold, read back from its state (window_state): tuples, or
+    one per open pane where the window keeps partials instead."""
+    return spark.sql(f"SELECT COALESCE(SUM(COALESCE(tuples, 1)), 0) FROM window_state('{name}')"
+                     ).first()[0]
 
 
 def closing_state(spark, rows: int, parts: int) -> None:
