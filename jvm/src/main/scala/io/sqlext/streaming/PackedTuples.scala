@@ -17,7 +17,7 @@ import org.apache.spark.sql.types.StructType
  */
 final class PackedTuples(input: StructType, keyColumns: Seq[String]) extends Serializable {
   private val keyIndexes = keyColumns.map(input.fieldIndex).toArray
-  private val valueIndexes = input.fields.indices.filterNot(keyIndexes.contains).toArray
+  private val valueIndexes = PackTuples.packedIndexes(input.fieldNames, keyColumns).toArray
   require(valueIndexes.nonEmpty, "sql_ext: a window's tuples carry their arrival rank")
 
   /** The key columns as they are, then each other column as an array of its values. */

@@ -28,8 +28,13 @@ object PackTuples {
   /** Packs `child` by the columns named `keyColumns`. */
   def apply(keyColumns: Seq[String], child: LogicalPlan): PackTuples = {
     val keys = keyColumns.map(name => child.output.find(_.name == name).get)
-    val packed = child.output.filterNot(keys.contains).map(a =>
+    val packed = packedIndexes(child.output.map(_.name), keyColumns).map(child.output(_)).map(a =>
       AttributeReference(a.name, ArrayType(a.dataType, containsNull = true), nullable = false)())
     PackTuples(keys, packed, child)
   }
+
+  /** The layout of a pack, which the unpacking reads by position: after the keys, every other
+   *  column of `columns` (by name), in their order. */
+  def packedIndexes(columns: Seq[String], keyColumns: Seq[String]): Seq[Int] =
+    columns.indices.filterNot(i => keyColumns.contains(columns(i)))
 }
