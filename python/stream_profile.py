@@ -49,8 +49,9 @@ def batches(stream) -> None:
               f" {d.get('commitOffsets', 0):>7}   {states}")
 
 
-def stages(log_dir: Path) -> None:
-    """Stages of the event log grouped by name (call site): wall ms, task ms, records."""
+def stages(log_dir: Path, since_ms: float = 0) -> None:
+    """Stages of the event log submitted from `since_ms` on, grouped by name (call site): wall
+    ms, task ms, records."""
     logs = sorted(f for f in log_dir.rglob("*") if f.is_file() and "events" in f.name)
     if not logs:
         return
@@ -60,6 +61,8 @@ def stages(log_dir: Path) -> None:
         if event.get("Event") != "SparkListenerStageCompleted":
             continue
         info = event["Stage Info"]
+        if info.get("Submission Time", 0) < since_ms:
+            continue
         name = info["Stage Name"].split(" at ")[0] + f" ({info['Number of Tasks']} tasks)"
         rdds = [r["Name"] for r in info.get("RDD Info", [])]
         name += " [" + ", ".join(sorted(set(rdds))[:3]) + "]"
@@ -114,6 +117,8 @@ def main() -> int:
     parser.add_argument("--late", action="store_true",
                         help="issue 17: 5%% of the rows late, kept by LATE ROWS INTO")
     parser.add_argument("--conf", action="append", default=[], help="KEY=VALUE, repeated")
+    parser.add_argument("--warmup", type=int, default=0,
+                        help="runs of the same query before the profiled one (JIT, classes)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="sx_profile_"))
     events = work / "events"
@@ -132,18 +137,24 @@ def main() -> int:
                   "IF(seq % 20 = 0, ts - INTERVAL 10000 SECONDS, ts) AS ts FROM bench")
         table = "bench_with_late"
     source_work, path = bench_streaming.source(spark, args.rows, args.parts, table)
+    clause, column, window = bench_streaming.queries(args.rows, args.parts, 1000)[
+        QUERIES[args.query]]
+    if args.late:
+        clause += " LATE ROWS INTO profile_late_rows"
+
+    def run():
+        return bench_streaming.native(spark, path, args.cut, work, args.sink, window) \
+            if args.native else \
+            bench_streaming.ours(spark, path, args.cut, work, args.sink, clause, column)
+    for _ in range(args.warmup):
+        run()
+    since_ms = time.time() * 1000  # the stages of the profiled run only
     if args.jfr:
         pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
         subprocess.run(["jcmd", str(pid), "JFR.start", "name=sx", "settings=profile",
                         f"filename={recording}"], check=True, capture_output=True)
     started = time.perf_counter()
-    clause, column, window = bench_streaming.queries(args.rows, args.parts, 1000)[
-        QUERIES[args.query]]
-    if args.late:
-        clause += " LATE ROWS INTO profile_late_rows"
-    stream = bench_streaming.native(spark, path, args.cut, work, args.sink, window) \
-        if args.native else \
-        bench_streaming.ours(spark, path, args.cut, work, args.sink, clause, column)
+    stream = run()
     wall = time.perf_counter() - started
     if args.jfr:
         subprocess.run(["jcmd", str(pid), "JFR.stop", "name=sx"], check=True,
@@ -153,7 +164,7 @@ def main() -> int:
           f"{wall:.2f} s, {args.rows / wall:,.0f} rows/s")
     batches(stream)
     spark.stop()
-    stages(events)
+    stages(events, since_ms)
     if args.jfr:
         hot_frames(recording)
         kept = Path(tempfile.gettempdir()) / "sx_profile_cpu.jfr"

@@ -2,8 +2,10 @@ package io.sqlext.execution
 
 import io.sqlext.window.WindowSpec
 import org.apache.spark.sql.Row
-import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, SortOrder}
-import org.apache.spark.sql.types.{DataType, LongType, StructType}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, BoundReference, SortOrder}
+import org.apache.spark.sql.catalyst.expressions.codegen.LazilyGeneratedOrdering
+import org.apache.spark.sql.types._
 
 /**
  * The arrival order of a window's tuples (spec/sql.md section 2), the one rule batch replay and
@@ -48,6 +50,32 @@ object ArrivalOrder {
       result
     }
   }
+
+  /** Streaming, tuples in Spark's internal form: the same order. When every key is a long (the
+   *  arrival and file ranks; a BIGINT or TIMESTAMP ORDER BY) they compare unboxed, straight
+   *  from the rows' bytes; other ORDER BY types by Spark's generated ordering. */
+  def internalOrdering(spec: WindowSpec, schema: StructType): Ordering[InternalRow] = {
+    val ordinals = keys(spec, schema.fieldNames.contains).map(schema.fieldIndex).toArray
+    if (ordinals.exists(i => !isLong(schema(i).dataType))) {
+      return new LazilyGeneratedOrdering(ordinals.toIndexedSeq.map(i =>
+        SortOrder(BoundReference(i, schema(i).dataType, schema(i).nullable), Ascending)))
+    }
+    (a: InternalRow, b: InternalRow) => {
+      var result = 0
+      var k = 0
+      while (result == 0 && k < ordinals.length) {
+        val i = ordinals(k)
+        val (aNull, bNull) = (a.isNullAt(i), b.isNullAt(i))
+        result = if (aNull || bNull) nullsFirst(aNull, bNull)
+          else java.lang.Long.compare(a.getLong(i), b.getLong(i))
+        k += 1
+      }
+      result
+    }
+  }
+
+  private def isLong(dataType: DataType): Boolean =
+    dataType == LongType || dataType == TimestampType || dataType == TimestampNTZType
 
   private def nullsFirst(aNull: Boolean, bNull: Boolean): Int =
     if (aNull) { if (bNull) 0 else -1 } else 1

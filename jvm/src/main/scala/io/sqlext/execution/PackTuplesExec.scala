@@ -4,31 +4,32 @@ import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
-import org.apache.spark.sql.catalyst.util.{ArrayData, GenericArrayData}
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.Platform
 
 import scala.collection.mutable
 
 /**
- * Physical [[io.sqlext.plans.logical.PackTuples]]: each task packs its rows per key, in
- * Spark's internal form (no conversion of a row to a Row; longs, ints and doubles into primitive
- * arrays). A key's pack leaves once it holds [[PackTuplesExec.MaxPack]] tuples, and every pack
- * once the task holds [[PackTuplesExec.MaxHeld]], so a task's memory stays bounded.
+ * Physical [[io.sqlext.plans.logical.PackTuples]]: each task packs its rows per key. A pack is
+ * the key's rows as Spark's binary rows (UnsafeRow bytes, each after its length), copied as they
+ * are: no conversion of a value, and the reducer reads them in place
+ * ([[io.sqlext.streaming.PackedTuples]]). A key's pack leaves once it holds
+ * [[PackTuplesExec.MaxPack]] tuples, and every pack once the task holds
+ * [[PackTuplesExec.MaxHeldBytes]], so a task's memory stays bounded.
  */
-case class PackTuplesExec(keys: Seq[Attribute], packed: Seq[Attribute], child: SparkPlan)
+case class PackTuplesExec(keys: Seq[Attribute], tuples: Attribute, child: SparkPlan)
     extends UnaryExecNode {
 
-  override def output: Seq[Attribute] = keys ++ packed
+  override def output: Seq[Attribute] = keys :+ tuples
 
-  override def producedAttributes: AttributeSet = AttributeSet(packed)
+  override def producedAttributes: AttributeSet = AttributeSet(tuples)
 
   override def outputPartitioning: Partitioning = child.outputPartitioning
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val (keyAttrs, input, out) = (keys, child.output, output)
-    child.execute().mapPartitions(rows => new PackTuplesExec.Packer(keyAttrs, input, out,
-      rows))
+    val (keyAttrs, input) = (keys, child.output)
+    child.execute().mapPartitions(rows => new PackTuplesExec.Packer(keyAttrs, input, rows))
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): PackTuplesExec =
@@ -38,23 +39,54 @@ case class PackTuplesExec(keys: Seq[Attribute], packed: Seq[Attribute], child: S
 object PackTuplesExec {
   /** Tuples of one key per pack at most. */
   val MaxPack = 4096
-  /** Tuples a task holds unpacked at most (of all keys). */
-  val MaxHeld = 262144
+  /** Bytes of tuples a task holds unpacked at most (of all keys). */
+  val MaxHeldBytes: Long = 64L << 20
+  /** Each row's length before its bytes: a long, so that every row starts 8-byte aligned. */
+  val LengthBytes = 8
 
-  private final class Packer(keys: Seq[Attribute], input: Seq[Attribute], output: Seq[Attribute],
+  /** One key's rows so far: their bytes, each after its length. `key`: the key's values;
+   *  `longKey`: a single integral key's value as a long. */
+  private final class Pack(val key: Array[Any], val longKey: Long = 0L) {
+    var bytes = new Array[Byte](1024)
+    var used = 0
+    var count = 0
+
+    def add(row: UnsafeRow): Int = {
+      val size = row.getSizeInBytes
+      val needed = used + LengthBytes + size
+      if (needed > bytes.length) {
+        bytes = java.util.Arrays.copyOf(bytes, math.max(needed, bytes.length * 2))
+      }
+      Platform.putLong(bytes, Platform.BYTE_ARRAY_OFFSET + used, size.toLong)
+      row.writeToMemory(bytes, Platform.BYTE_ARRAY_OFFSET + used + LengthBytes)
+      used = needed
+      count += 1
+      LengthBytes + size
+    }
+
+    def result(): Array[Byte] = java.util.Arrays.copyOf(bytes, used)
+  }
+
+  private final class Packer(keys: Seq[Attribute], input: Seq[Attribute],
       rows: Iterator[InternalRow]) extends Iterator[InternalRow] {
-    private val keyOf = UnsafeProjection.create(keys, input)
+    private val toUnsafe = UnsafeProjection.create(input.map(_.dataType).toArray)
     private val keyTypes = keys.map(_.dataType).toArray
-    private val values = input.zipWithIndex.filterNot(a => keys.contains(a._1))
-      .map { case (a, i) => (i, a.dataType) }.toArray
-    private val toUnsafe = UnsafeProjection.create(output.map(_.dataType).toArray)
-    private val open = new java.util.LinkedHashMap[UnsafeRow, Array[Column]]()
+    private val toOutput = UnsafeProjection.create(keyTypes :+ BinaryType)
     private val ready = mutable.Queue.empty[InternalRow]
-    private var held = 0
+    private var held = 0L
+
+    // One integral key column (the common case) finds its pack by its long value, without
+    // projecting and hashing a key row per tuple; other keys by their key row.
+    private val integralKey: Int =
+      if (keys.length == 1 && isIntegral(keyTypes(0))) input.indexOf(keys.head) else -1
+    private val byLong = mutable.LongMap.empty[Pack]
+    private var nullKey: Pack = _
+    private val keyOf = UnsafeProjection.create(keys, input)
+    private val byRow = new java.util.HashMap[UnsafeRow, Pack]()
 
     override def hasNext: Boolean = {
       while (ready.isEmpty && rows.hasNext) add(rows.next())
-      if (ready.isEmpty && !open.isEmpty) flushAll()
+      if (ready.isEmpty && held > 0) flushAll()
       ready.nonEmpty
     }
 
@@ -64,113 +96,70 @@ object PackTuplesExec {
     }
 
     private def add(row: InternalRow): Unit = {
-      val key = keyOf(row)
-      var columns = open.get(key)
-      if (columns == null) {
-        columns = values.map { case (_, t) => Column(t) }
-        open.put(key.copy(), columns)
-      }
-      var j = 0
-      while (j < columns.length) { columns(j).add(row, values(j)._1); j += 1 }
-      held += 1
-      if (columns(0).length >= MaxPack) {
-        open.remove(key)
-        flush(key, columns) // read at once: the projection's row is not reused before
-      } else if (held >= MaxHeld) flushAll()
+      val pack = packOf(row)
+      held += pack.add(row match {
+        case unsafe: UnsafeRow => unsafe
+        case other => toUnsafe(other)
+      })
+      if (pack.count >= MaxPack) {
+        forget(pack)
+        flush(pack)
+      } else if (held >= MaxHeldBytes) flushAll()
     }
+
+    private def packOf(row: InternalRow): Pack =
+      if (integralKey >= 0) {
+        if (row.isNullAt(integralKey)) {
+          if (nullKey == null) nullKey = new Pack(Array(null))
+          nullKey
+        } else {
+          val value = integralValue(row, integralKey, keyTypes(0))
+          byLong.getOrElseUpdate(value,
+            new Pack(Array(row.get(integralKey, keyTypes(0))), value))
+        }
+      } else {
+        val key = keyOf(row)
+        var pack = byRow.get(key)
+        if (pack == null) {
+          val copy = key.copy()
+          pack = new Pack(keyTypes.indices.map(k =>
+            if (copy.isNullAt(k)) null else copy.get(k, keyTypes(k))).toArray)
+          byRow.put(copy, pack)
+        }
+        pack
+      }
+
+    private def forget(pack: Pack): Unit =
+      if (integralKey < 0) byRow.values().remove(pack)
+      else if (pack eq nullKey) nullKey = null
+      else byLong.remove(pack.longKey)
 
     private def flushAll(): Unit = {
-      open.forEach((key, columns) => flush(key, columns))
-      open.clear()
+      byLong.valuesIterator.foreach(flush)
+      byLong.clear()
+      Option(nullKey).foreach(flush)
+      nullKey = null
+      byRow.values().forEach(pack => flush(pack))
+      byRow.clear()
     }
 
-    private def flush(key: UnsafeRow, columns: Array[Column]): Unit = {
-      held -= columns(0).length
-      val row = new Array[Any](keyTypes.length + columns.length)
-      var k = 0
-      while (k < keyTypes.length) {
-        row(k) = if (key.isNullAt(k)) null else key.get(k, keyTypes(k))
-        k += 1
-      }
-      var j = 0
-      while (j < columns.length) { row(k + j) = columns(j).result(); j += 1 }
-      ready += toUnsafe(new GenericInternalRow(row)).copy()
+    private def flush(pack: Pack): Unit = {
+      held -= pack.used
+      ready += toOutput(new GenericInternalRow(pack.key :+ pack.result())).copy()
     }
   }
 
-  /** One column's values of one key: primitive arrays for the common types, nulls aside. */
-  private abstract class Column {
-    var length = 0
-    private var nulls: java.util.BitSet = _
+  private def isIntegral(dataType: DataType): Boolean = dataType match {
+    case LongType | IntegerType | ShortType | ByteType | DateType | TimestampType |
+         TimestampNTZType => true
+    case _ => false
+  }
 
-    final def add(row: InternalRow, i: Int): Unit = {
-      if (row.isNullAt(i)) {
-        if (nulls == null) nulls = new java.util.BitSet()
-        nulls.set(length)
-        addNull()
-      } else addValue(row, i)
-      length += 1
+  private def integralValue(row: InternalRow, ordinal: Int, dataType: DataType): Long =
+    dataType match {
+      case IntegerType | DateType => row.getInt(ordinal).toLong
+      case ShortType => row.getShort(ordinal).toLong
+      case ByteType => row.getByte(ordinal).toLong
+      case _ => row.getLong(ordinal)
     }
-
-    protected def addValue(row: InternalRow, i: Int): Unit
-    protected def addNull(): Unit
-    /** The values as one array; boxed (with their NULLs) only when there are NULLs. */
-    protected def values(): Array[_]
-    protected def primitive(values: Array[_]): ArrayData
-
-    final def result(): ArrayData = {
-      val all = values()
-      if (nulls == null) primitive(all)
-      else new GenericArrayData(Array.tabulate[Any](length)(n =>
-        if (nulls.get(n)) null else all(n)))
-    }
-  }
-
-  private object Column {
-    def apply(dataType: DataType): Column = dataType match {
-      case LongType | TimestampType | TimestampNTZType | _: DayTimeIntervalType => new Longs
-      case IntegerType | DateType | _: YearMonthIntervalType => new Ints
-      case DoubleType => new Doubles
-      case other => new Objects(other)
-    }
-  }
-
-  // One class per primitive type, alike by design: a generic one would box every value.
-  private final class Longs extends Column {
-    private val builder = new mutable.ArrayBuilder.ofLong
-    override protected def addValue(row: InternalRow, i: Int): Unit = builder += row.getLong(i)
-    override protected def addNull(): Unit = builder += 0L
-    override protected def values(): Array[_] = builder.result()
-    override protected def primitive(values: Array[_]): ArrayData =
-      UnsafeArrayData.fromPrimitiveArray(values.asInstanceOf[Array[Long]])
-  }
-
-  private final class Ints extends Column {
-    private val builder = new mutable.ArrayBuilder.ofInt
-    override protected def addValue(row: InternalRow, i: Int): Unit = builder += row.getInt(i)
-    override protected def addNull(): Unit = builder += 0
-    override protected def values(): Array[_] = builder.result()
-    override protected def primitive(values: Array[_]): ArrayData =
-      UnsafeArrayData.fromPrimitiveArray(values.asInstanceOf[Array[Int]])
-  }
-
-  private final class Doubles extends Column {
-    private val builder = new mutable.ArrayBuilder.ofDouble
-    override protected def addValue(row: InternalRow, i: Int): Unit = builder += row.getDouble(i)
-    override protected def addNull(): Unit = builder += 0.0
-    override protected def values(): Array[_] = builder.result()
-    override protected def primitive(values: Array[_]): ArrayData =
-      UnsafeArrayData.fromPrimitiveArray(values.asInstanceOf[Array[Double]])
-  }
-
-  /** Any other type, each value copied out of the (reused) input row. */
-  private final class Objects(dataType: DataType) extends Column {
-    private val builder = mutable.ArrayBuffer.empty[Any]
-    override protected def addValue(row: InternalRow, i: Int): Unit =
-      builder += InternalRow.copyValue(row.get(i, dataType))
-    override protected def addNull(): Unit = builder += null
-    override protected def values(): Array[_] = builder.toArray[Any]
-    override protected def primitive(values: Array[_]): ArrayData =
-      new GenericArrayData(values.asInstanceOf[Array[Any]])
-  }
 }

@@ -12,7 +12,7 @@ object WindowStrategy extends SparkStrategy {
     case WindowAggregate(spec, inputs, keys, meta, kinds, aggInputs, aggOutput, child) =>
       WindowAggregateExec(spec, inputs, keys, meta, kinds, aggInputs, aggOutput,
         planLater(child)) :: Nil
-    case PackTuples(keys, packed, child) => PackTuplesExec(keys, packed, planLater(child)) :: Nil
+    case PackTuples(keys, tuples, child) => PackTuplesExec(keys, tuples, planLater(child)) :: Nil
     case _ => Nil
   }
 }

@@ -1,7 +1,7 @@
 package io.sqlext.streaming
 
 import io.sqlext.window.WindowSpec
-import org.apache.spark.sql.Row
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -12,15 +12,20 @@ import org.apache.spark.sql.types.StructType
  */
 final class FileEnds(input: StructType) {
   private val fileIndex = input.fieldNames.indexOf(WindowSpec.FileColumn)
-  private var file: Any = null
+  /** The rank of the file being read (sql_ext_arrival_file(): -1 and up), before any. */
+  private var file = FileEnds.NoFile
 
   /** Before `row` goes in: whether a file ended just before it. */
-  def endsBefore(row: Row): Boolean = fileIndex >= 0 && {
+  def endsBefore(row: InternalRow): Boolean = fileIndex >= 0 && {
     val previous = file
-    file = row.get(fileIndex)
-    previous != null && file != previous
+    file = row.getLong(fileIndex)
+    previous != FileEnds.NoFile && file != previous
   }
 
   /** After the micro-batch's last tuple: whether a file was open (it ends now). */
-  def endsAtLast: Boolean = file != null
+  def endsAtLast: Boolean = file != FileEnds.NoFile
+}
+
+object FileEnds {
+  private val NoFile = Long.MinValue
 }

@@ -3,6 +3,7 @@ package io.sqlext.streaming
 import io.sqlext.optimizer.PartialAggregates
 import io.sqlext.window.{Firing, WindowSpec}
 import org.apache.spark.sql.Row
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types._
 
 /**
@@ -32,11 +33,15 @@ final class FiringPartials(spec: WindowSpec, input: StructType, keyColumns: Seq[
 
   private val functions = spec.aggregates.map(_._1).toIndexedSeq
 
-  def values(f: Firing[Row, Row]): Seq[Any] = {
-    val partials = empty
-    f.tuples.foreach(add(partials, _))
-    partials.toSeq
-  }
+  /** The partials of a firing's tuples in Spark's internal form (the TUMBLING and SLIDING
+   *  processors'): each computed in one unboxed pass over the tuples, boxed once. */
+  def over(tuples: scala.collection.IndexedSeq[InternalRow]): Seq[Any] =
+    overInternal.map(_.over(tuples)).toSeq
+
+  private val overInternal: Array[FiringPartials.OverTuples] =
+    functions.zip(columns).map[FiringPartials.OverTuples] { case (function, c) =>
+      FiringPartials.OverTuples(function, c, if (c < 0) NullType else input(c).dataType)
+    }.toArray
 
   /** Partials before any tuple: COUNT 0, the others NULL (no value yet). */
   def empty: Array[Any] = functions.map(f => if (f == "count") 0L else null).toArray
@@ -109,4 +114,139 @@ object FiringPartials {
   }
 
   def enabled(spec: WindowSpec): Boolean = spec.aggregates.nonEmpty
+
+  /** One partial over a firing's tuples in Spark's internal form, by the same rules as `add`:
+   *  NULLs skipped, NULL when no value (COUNT 0), integer sums in longs, others in doubles,
+   *  MIN and MAX in the column's type with NaN above everything. */
+  private sealed abstract class OverTuples extends Serializable {
+    def over(tuples: scala.collection.IndexedSeq[InternalRow]): Any
+  }
+
+  private object OverTuples {
+    def apply(function: String, column: Int, dataType: DataType): OverTuples =
+      (function, dataType) match {
+        case ("count", _) if column < 0 => new CountAll
+        case ("count", _) => new CountOf(column)
+        case ("sum", _) if PartialAggregates.isIntegral(dataType) => new LongSum(column, dataType)
+        case ("sum", _) => new DoubleSum(column, dataType)
+        case (_, FloatType | DoubleType) => new FloatingExtreme(column, dataType, function == "min")
+        case (_, _) => new IntegralExtreme(column, dataType, function == "min")
+      }
+  }
+
+  private final class CountAll extends OverTuples {
+    override def over(tuples: scala.collection.IndexedSeq[InternalRow]): Any = tuples.length.toLong
+  }
+
+  private final class CountOf(c: Int) extends OverTuples {
+    override def over(tuples: scala.collection.IndexedSeq[InternalRow]): Any = {
+      var n = 0L
+      var i = 0
+      while (i < tuples.length) { if (!tuples(i).isNullAt(c)) n += 1; i += 1 }
+      n
+    }
+  }
+
+  private def longOf(row: InternalRow, c: Int, dataType: DataType): Long = dataType match {
+    case LongType => row.getLong(c)
+    case IntegerType => row.getInt(c).toLong
+    case ShortType => row.getShort(c).toLong
+    case _ => row.getByte(c).toLong
+  }
+
+  private def doubleOf(row: InternalRow, c: Int, dataType: DataType): Double = dataType match {
+    case DoubleType => row.getDouble(c)
+    case FloatType => row.getFloat(c).toDouble
+    case _ => longOf(row, c, dataType).toDouble
+  }
+
+  private final class LongSum(c: Int, dataType: DataType) extends OverTuples {
+    override def over(tuples: scala.collection.IndexedSeq[InternalRow]): Any = {
+      var sum = 0L
+      var any = false
+      var i = 0
+      if (dataType == LongType) {
+        while (i < tuples.length) {
+          val t = tuples(i)
+          if (!t.isNullAt(c)) { sum += t.getLong(c); any = true }
+          i += 1
+        }
+      } else {
+        while (i < tuples.length) {
+          val t = tuples(i)
+          if (!t.isNullAt(c)) { sum += longOf(t, c, dataType); any = true }
+          i += 1
+        }
+      }
+      if (any) sum else null
+    }
+  }
+
+  private final class DoubleSum(c: Int, dataType: DataType) extends OverTuples {
+    override def over(tuples: scala.collection.IndexedSeq[InternalRow]): Any = {
+      var sum = 0.0
+      var any = false
+      var i = 0
+      if (dataType == DoubleType) {
+        while (i < tuples.length) {
+          val t = tuples(i)
+          if (!t.isNullAt(c)) { sum += t.getDouble(c); any = true }
+          i += 1
+        }
+      } else {
+        while (i < tuples.length) {
+          val t = tuples(i)
+          if (!t.isNullAt(c)) { sum += doubleOf(t, c, dataType); any = true }
+          i += 1
+        }
+      }
+      if (any) sum else null
+    }
+  }
+
+  /** MIN or MAX of a DOUBLE or FLOAT column; the result in the column's type. */
+  private final class FloatingExtreme(c: Int, dataType: DataType, min: Boolean)
+      extends OverTuples {
+    override def over(tuples: scala.collection.IndexedSeq[InternalRow]): Any = {
+      var best = 0.0
+      var any = false
+      var i = 0
+      while (i < tuples.length) {
+        val t = tuples(i)
+        if (!t.isNullAt(c)) {
+          val x = doubleOf(t, c, dataType)
+          val order = java.lang.Double.compare(x, best) // NaN above everything, as Spark
+          if (!any || (if (min) order < 0 else order > 0)) best = x
+          any = true
+        }
+        i += 1
+      }
+      if (!any) null else if (dataType == FloatType) best.toFloat else best
+    }
+  }
+
+  /** MIN or MAX of an integer column; the result in the column's type. */
+  private final class IntegralExtreme(c: Int, dataType: DataType, min: Boolean)
+      extends OverTuples {
+    override def over(tuples: scala.collection.IndexedSeq[InternalRow]): Any = {
+      var best = 0L
+      var any = false
+      var i = 0
+      while (i < tuples.length) {
+        val t = tuples(i)
+        if (!t.isNullAt(c)) {
+          val x = longOf(t, c, dataType)
+          if (!any || (if (min) x < best else x > best)) best = x
+          any = true
+        }
+        i += 1
+      }
+      if (!any) null else dataType match {
+        case IntegerType => best.toInt
+        case ShortType => best.toShort
+        case ByteType => best.toByte
+        case _ => best
+      }
+    }
+  }
 }

@@ -32,7 +32,7 @@ class MarkerPaneProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[St
   @transient private var clock: ValueState[Row] = _
   @transient private var parts: MapState[Row, Row] = _
 
-  private val order = new MicroBatchOrder(spec, input, counters)
+  private val order = MicroBatchOrder.ofRows(spec, input, counters)
   private val geometry = PaneSpec.of(spec)
   private val states = PaneProcessor.States(spec.paneEmit)
   private val keyIndexes = spec.partitionColumns.map(input.fieldIndex).toIndexedSeq

@@ -3,6 +3,9 @@ package io.sqlext.streaming
 import io.sqlext.window._
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.{Encoders, Row}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.streaming._
 import org.apache.spark.sql.types._
 
@@ -17,8 +20,8 @@ import scala.collection.mutable.ArrayBuffer
  *    micro-batch, so a file ends where the next begins and at the end of its micro-batch);
  *  - PARTITION EVICTION COUNT(n) and TUPLES(n): victims are the least recently inserted-into
  *    partitions of the whole window (semantics.md section 5).
- * Tuples go in in arrival order ([[MicroBatchOrder]]). TIME policies tick by the wall clock,
- * as in [[WindowProcessor]].
+ * Tuples go in in arrival order ([[MicroBatchOrder]]), in Spark's internal form as packed
+ * ([[PackedTuples]]). TIME policies tick by the wall clock, as in [[WindowProcessor]].
  *
  * State: `partitions`, one entry per partition in the window (tuples, policy state, place in
  * the recency order), read whole every micro-batch: partition eviction bounds it. `numbers`,
@@ -33,17 +36,33 @@ class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema:
   @transient private var numbers: MapState[Row, Long] = _
   @transient private var tick: ValueState[Long] = _
 
-  private val order = new MicroBatchOrder(spec, input, counters)
+  private val order = MicroBatchOrder.ofInternalRows(spec, input, counters)
   private val markerIndex = input.fieldNames.indexOf(WindowSpec.PunctColumn)
-  private val valueColumns = Seq(WindowSpec.DeltaColumn, WindowSpec.TriggerDeltaColumn)
-    .map(c => input.fieldNames.indexOf(c)).filter(_ >= 0)
+  private val unwindowable = WindowProcessor.unwindowable(input)
   private val tickPeriod = spec.tickPeriod
   private val emitter = WindowProcessor.emitterFor(spec, input, metaNames)
+  private val rows = new ExternalRows(input)
   /** Unpartitioned: the one partition's key is the constant grouping key. */
-  private val keyIndexes = partitionSchema.fieldNames.filter(input.fieldNames.contains)
-    .map(input.fieldIndex).toIndexedSeq
-  private def keyOf(row: Row): Row =
-    if (keyIndexes.isEmpty) Row(0) else Row.fromSeq(keyIndexes.map(row.get))
+  private val keyColumns = partitionSchema.fieldNames.filter(input.fieldNames.contains).toSeq
+  private val keyRows = new ExternalRows(StructType(keyColumns.map(input(_))))
+  @transient private lazy val keyProjection = {
+    val attributes = DataTypeUtils.toAttributes(input)
+    UnsafeProjection.create(keyColumns.map(c => attributes(input.fieldIndex(c))), attributes)
+  }
+
+  /** The key of a tuple's partition, one Row per key (the window's keys are compared by
+   *  reference on its hot path). */
+  private def keyOf(row: InternalRow, keys: java.util.HashMap[UnsafeRow, Row]): Row =
+    if (keyColumns.isEmpty) WholeWindowProcessor.NoKey
+    else {
+      val key = keyProjection(row)
+      var found = keys.get(key)
+      if (found == null) {
+        found = keyRows.external(key)
+        keys.put(key.copy(), found)
+      }
+      found
+    }
 
   override def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
     partitions = getHandle.getMapState[Row, Row]("partitions", Encoders.row(partitionSchema),
@@ -54,7 +73,7 @@ class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema:
     order.init(getHandle)
   }
 
-  override def handleInputRows(key: Row, rows: Iterator[Row], timers: TimerValues)
+  override def handleInputRows(key: Row, packs: Iterator[Row], timers: TimerValues)
       : Iterator[Row] = {
     val now = timers.getCurrentProcessingTimeInMs() * 1000L
     val (window, keys) = load(now)
@@ -63,12 +82,15 @@ class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema:
     if (spec.timeBased) window.advanceClock(now)(emit)
     val files = new FileEnds(input)
     var skipped = 0L
-    order.sorted(packing.unpack(rows)).foreach { row =>
-      if (markerIndex >= 0 && row.getBoolean(markerIndex)) window.punctuate(now)(emit)
-      else if (valueColumns.exists(row.isNullAt)) skipped += 1
+    val known = new java.util.HashMap[UnsafeRow, Row]()
+    if (keyColumns.nonEmpty) keys.foreach(k => known.put(keyRows.internal(k), k))
+    order.sorted(packing.unpack(packs)).foreach { row =>
+      if (markerIndex >= 0 && !row.isNullAt(markerIndex) && row.getBoolean(markerIndex)) {
+        window.punctuate(now)(emit)
+      } else if (unwindowable(row)) skipped += 1
       else {
         if (files.endsBefore(row)) window.punctuate(now)(emit)
-        val k = keyOf(row)
+        val k = keyOf(row, known)
         if (keys.add(k) && numbers.containsKey(k)) {
           window.restore(k, PartitionState(IndexedSeq.empty, numbers.getValue(k)))
         }
@@ -92,7 +114,7 @@ class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema:
   }
 
   /** The window as the previous micro-batch left it, and the keys it was given. */
-  private def load(now: Long): (CheckpointedWindow[Row, Row], mutable.LinkedHashSet[Row]) = {
+  private def load(now: Long): (CheckpointedWindow[Row, UnsafeRow], mutable.LinkedHashSet[Row]) = {
     val savedTick = if (tick.exists()) Some(tick.get()) else None
     val window = WindowProcessor.newWindow(spec, input,
       WindowProcessor.tickOrigin(tickPeriod, savedTick.filter(_ != Long.MaxValue), now),
@@ -100,7 +122,8 @@ class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema:
     val keys = mutable.LinkedHashSet.empty[Row]
     // Least recently inserted into first: restoring rebuilds the recency order.
     partitions.iterator().toSeq.sortBy(_._2.getLong(6)).foreach { case (k, p) =>
-      window.restore(k, PartitionState(p.getSeq[Row](0).toIndexedSeq, p.getLong(1),
+      window.restore(k, PartitionState(p.getSeq[Row](0).map(rows.internal).toIndexedSeq,
+        p.getLong(1),
         p.getBoolean(2), p.getLong(3), if (p.isNullAt(4)) None else Some(p.getDouble(4)),
         p.getSeq[Long](5).toIndexedSeq, if (p.isNullAt(7)) None else Some(p.getLong(7))))
       keys += k
@@ -110,7 +133,7 @@ class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema:
 
   /** Keeps every key the window was given: in `partitions` while the window holds it, else
    *  its window number in `numbers`. */
-  private def save(window: CheckpointedWindow[Row, Row], keys: Iterable[Row]): Unit = {
+  private def save(window: CheckpointedWindow[Row, UnsafeRow], keys: Iterable[Row]): Unit = {
     val rank = window.recencyOrder.zipWithIndex.toMap
     var holding = false
     keys.foreach { k =>
@@ -119,7 +142,7 @@ class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema:
         state.reference.isDefined || state.stamps.nonEmpty
       if (keep) {
         holding = holding || state.tuples.nonEmpty
-        partitions.updateValue(k, Row(state.tuples, state.firings, state.full, state.counter,
+        partitions.updateValue(k, Row(state.tuples.map(rows.external), state.firings, state.full, state.counter,
           state.reference.orNull, state.stamps, rank.getOrElse(k, -1).toLong,
           state.lastInsert.orNull))
       } else {
@@ -140,6 +163,9 @@ class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema:
 }
 
 object WholeWindowProcessor {
+  /** The one partition of an unpartitioned window. */
+  private val NoKey = Row(0)
+
   def partitionState(input: StructType): StructType = new StructType()
     .add("tuples", ArrayType(input, containsNull = false), nullable = false)
     .add("firings", LongType, nullable = false)

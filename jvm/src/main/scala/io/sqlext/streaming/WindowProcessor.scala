@@ -4,7 +4,8 @@ import io.sqlext.execution.ReplayLayout
 import io.sqlext.window._
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.{Encoders, Row}
-import org.apache.spark.sql.catalyst.util.DateTimeUtils
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.streaming._
 import org.apache.spark.sql.types._
 
@@ -13,10 +14,10 @@ import scala.collection.mutable.ArrayBuffer
 /**
  * One partition of a TUMBLING or SLIDING window under `transformWithState`, driving the same
  * state machines as batch (semantics.md sections 2-5). Per micro-batch the partition's saved
- * state is put back into a fresh machine, the batch's tuples (packed per map task:
- * [[PackedTuples]]) go in in arrival order (ORDER BY, then the source's order:
- * [[MicroBatchOrder]]), and the state is saved again: tuples in a
- * list state, the policy state (window number, initial-full flag, trigger counter, delta
+ * state is put back into a fresh machine, the batch's tuples (packed per map task and read in
+ * place, in Spark's internal form: [[PackedTuples]]) go in in arrival order (ORDER BY, then the
+ * source's order: [[MicroBatchOrder]]), and the state is saved again: tuples in a list state
+ * (as Rows), the policy state (window number, initial-full flag, trigger counter, delta
  * reference, TIME stamps and next tick) in a value state. Both live in Spark's checkpointed
  * state store, so a restart resumes the window where it was (section 8).
  *
@@ -31,10 +32,10 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
   @transient private var tuples: ListState[Row] = _
   @transient private var policy: ValueState[Row] = _
 
-  private val order = new MicroBatchOrder(spec, input, counters)
+  private val order = MicroBatchOrder.ofInternalRows(spec, input, counters)
   private val emitter = WindowProcessor.emitterFor(spec, input, metaNames)
-  private val valueColumns = Seq(WindowSpec.DeltaColumn, WindowSpec.TriggerDeltaColumn)
-    .map(c => input.fieldNames.indexOf(c)).filter(_ >= 0)
+  private val rows = new ExternalRows(input)
+  private val unwindowable = WindowProcessor.unwindowable(input)
   private val tickPeriod: Long = spec.tickPeriod
   /** PARTITION EVICTION AGE(s): a partition not inserted into for more than s seconds goes,
    *  in the batch engine's whole seconds (the rule's one home, [[WindowSpec]]). */
@@ -47,7 +48,7 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
     order.init(getHandle)
   }
 
-  override def handleInputRows(key: Row, rows: Iterator[Row], timers: TimerValues)
+  override def handleInputRows(key: Row, packs: Iterator[Row], timers: TimerValues)
       : Iterator[Row] = {
     val nowMs = timers.getCurrentProcessingTimeInMs()
     val now = nowMs * 1000L
@@ -58,8 +59,8 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
     var skipped = 0L
     var inserted = false
     val files = new FileEnds(input)
-    order.sorted(packing.unpack(rows)).foreach { row =>
-      if (valueColumns.exists(row.isNullAt)) skipped += 1
+    order.sorted(packing.unpack(packs)).foreach { row =>
+      if (unwindowable(row)) skipped += 1
       else {
         if (files.endsBefore(row)) window.punctuate(now)(emit)
         window.insert(key, row, now)(emit)
@@ -86,15 +87,15 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
   }
 
   /** AGE eviction is due: the partition holds tuples and saw no insert for more than AGE. */
-  private def aged(window: CheckpointedWindow[Row, Row], key: Row, touched: Long,
+  private def aged(window: CheckpointedWindow[Row, UnsafeRow], key: Row, touched: Long,
       nowMs: Long): Boolean =
     ageLimitMs >= 0 && touched != Long.MinValue && nowMs > touched + ageLimitMs &&
       window.save(key).tuples.nonEmpty
 
   /** The partition's tuples leave: fired as EVICTED with EMIT EVICTED, else counted and logged.
    *  Its window number stays, as the batch engine keeps it. */
-  private def evict(key: Row, window: CheckpointedWindow[Row, Row],
-      emit: Firing[Row, Row] => Unit): Unit = {
+  private def evict(key: Row, window: CheckpointedWindow[Row, UnsafeRow],
+      emit: Firing[Row, UnsafeRow] => Unit): Unit = {
     val state = window.save(key)
     if (spec.emitEvicted) emit(Firing(key, state.firings, state.tuples, Firing.Evicted))
     else logWarning(s"sql_ext window ${spec.policyText}: PARTITION EVICTION dropped " +
@@ -107,23 +108,23 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
   /** A state machine holding this partition as the previous micro-batch left it, an output
    *  buffer, and the wall clock (ms) of the partition's last insert (Long.MinValue: none). */
   private def load(key: Row, now: Long)
-      : (CheckpointedWindow[Row, Row], ArrayBuffer[Row], Long) = {
+      : (CheckpointedWindow[Row, UnsafeRow], ArrayBuffer[Row], Long) = {
     val saved = if (policy.exists()) Some(policy.get()) else None
     val nextTick = saved.map(_.getLong(4)).filter(_ != Long.MaxValue)
     // A new partition's first tick is the next multiple of the period after now.
     val window = WindowProcessor.newWindow(spec, input,
       WindowProcessor.tickOrigin(tickPeriod, nextTick, now), eviction = None)
     saved.foreach { p =>
-      window.restore(key, PartitionState(tuples.get().toIndexedSeq, p.getLong(0),
+      window.restore(key, PartitionState(tuples.get().map(rows.internal).toIndexedSeq, p.getLong(0),
         p.getBoolean(1), p.getLong(2), if (p.isNullAt(3)) None else Some(p.getDouble(3)),
         p.getSeq[Long](5).toIndexedSeq))
     }
     (window, ArrayBuffer.empty[Row], saved.map(_.getLong(6)).getOrElse(Long.MinValue))
   }
 
-  private def save(key: Row, window: CheckpointedWindow[Row, Row], touchedMs: Long): Unit = {
+  private def save(key: Row, window: CheckpointedWindow[Row, UnsafeRow], touchedMs: Long): Unit = {
     val state = window.save(key)
-    if (state.tuples.isEmpty) tuples.clear() else tuples.put(state.tuples.toArray)
+    if (state.tuples.isEmpty) tuples.clear() else tuples.put(state.tuples.map(rows.external).toArray)
     policy.update(Row(state.firings, state.full, state.counter, state.reference.orNull,
       window.nextTickAt, state.stamps, touchedMs))
     if (tickPeriod > 0 && state.tuples.nonEmpty && window.nextTickAt != Long.MaxValue) {
@@ -135,20 +136,35 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
 object WindowProcessor {
 
   /** What a firing hands on, into an output buffer: with partial aggregates one row (its key,
-   *  its columns `metaNames`, the partials), else every tuple followed by its columns. */
+   *  its columns `metaNames`, the partials), else every tuple (as a Row) followed by its
+   *  columns. The key is the firing's: the partition columns' values, in the spec's order. */
   def emitterFor(spec: WindowSpec, input: StructType, metaNames: Seq[String])
-      : ArrayBuffer[Row] => Firing[Row, Row] => Unit = {
+      : ArrayBuffer[Row] => Firing[Row, UnsafeRow] => Unit = {
     val orderIndex = input.fieldNames.indexOf(WindowSpec.OrderColumn)
+    val orderValue = if (orderIndex < 0) null
+      else new ExternalRows.OfValue(input(orderIndex).dataType)
+    def meta(f: Firing[Row, UnsafeRow]) = metaValues(f, metaNames, t =>
+      if (orderIndex < 0 || t.isNullAt(orderIndex)) null
+      else orderValue.external(t.get(orderIndex, input(orderIndex).dataType)))
     if (FiringPartials.enabled(spec)) {
       val partials = new FiringPartials(spec, input, spec.partitionColumns)
-      out => f => out += Row.fromSeq(partials.keyValues(f.tuples.head) ++
-        metaValues(f, metaNames, orderIndex) ++ partials.values(f))
+      val keyed = spec.partitionColumns.nonEmpty
+      out => f => out += Row.fromSeq((if (keyed) f.key.toSeq else Nil) ++ meta(f) ++
+        partials.over(f.tuples))
     } else {
+      val rows = new ExternalRows(input)
       out => f => {
-        val meta = metaValues(f, metaNames, orderIndex)
-        f.tuples.foreach(t => out += Row.fromSeq(t.toSeq ++ meta))
+        val values = meta(f)
+        f.tuples.foreach(t => out += Row.fromSeq(rows.external(t).toSeq ++ values))
       }
     }
+  }
+
+  /** Tuples a TUMBLING or SLIDING window cannot take: a DELTA value is NULL. */
+  def unwindowable(input: StructType): InternalRow => Boolean = {
+    val columns = Seq(WindowSpec.DeltaColumn, WindowSpec.TriggerDeltaColumn)
+      .map(c => input.fieldNames.indexOf(c)).filter(_ >= 0).toArray
+    row => columns.exists(row.isNullAt)
   }
 
   /** PARTITION EVICTION AGE in milliseconds of the wall clock, -1 without it. */
@@ -171,25 +187,28 @@ object WindowProcessor {
     if (period == 0) 0L
     else savedNextTick.map(_ - period).getOrElse(Math.floorDiv(now, period) * period)
 
-  /** The batch engine's state machine for the spec's policy ([[Windows]]), over Rows of
-   *  `input`. */
+  /** The batch engine's state machine for the spec's policy ([[Windows]]), over tuples in
+   *  Spark's internal form, read as batch replay reads them ([[ReplayLayout]]). */
   def newWindow(spec: WindowSpec, input: StructType, origin: Long,
-      eviction: Option[PartitionEvictionPolicy]): CheckpointedWindow[Row, Row] = {
+      eviction: Option[PartitionEvictionPolicy]): CheckpointedWindow[Row, UnsafeRow] = {
     def isTimestamp(column: String) = input.find(_.name == column).map(_.dataType)
       .exists(t => t == TimestampType || t == TimestampNTZType)
-    val values = DeltaValues(reader(input, WindowSpec.DeltaColumn),
+    val values = DeltaValues[UnsafeRow](reader(input, WindowSpec.DeltaColumn),
       isTimestamp(WindowSpec.DeltaColumn), reader(input, WindowSpec.TriggerDeltaColumn),
       isTimestamp(WindowSpec.TriggerDeltaColumn))
     // Orders the partitions one event fires (punctuations, ticks, evictions): the output is
     // a set of rows, so any fixed order does.
-    Windows.of[Row, Row](spec, values, Ordering.by[Row, String](_.toString), origin, eviction)
+    Windows.of[Row, UnsafeRow](spec, values, Ordering.by[Row, String](_.toString), origin,
+      eviction)
   }
 
-  def metaValues(f: Firing[Row, Row], metaNames: Seq[String], orderIndex: Int): Seq[Any] =
+  /** A firing's column values; `orderValue` reads a tuple's ORDER BY value (as a Row holds it). */
+  def metaValues(f: Firing[Row, UnsafeRow], metaNames: Seq[String],
+      orderValue: UnsafeRow => Any): Seq[Any] =
     metaNames.map {
       case WindowSpec.FireColumn | "__sx_wid" => f.windowId
-      case "__sx_pstart" => if (orderIndex >= 0) f.tuples.head.get(orderIndex) else null
-      case "__sx_pend" => if (orderIndex >= 0) f.tuples.last.get(orderIndex) else null
+      case "__sx_pstart" => orderValue(f.tuples.head)
+      case "__sx_pend" => orderValue(f.tuples.last)
       case "__sx_timing" => "ON_TIME"
       case "__sx_pidx" => 0L
       case "__sx_event" => f.event
@@ -204,16 +223,13 @@ object WindowProcessor {
     .add("stamps", ArrayType(LongType, containsNull = false), nullable = false)
     .add("touched", LongType, nullable = false) // wall clock (ms) of the last insertion
 
-  /** A DELTA column as a double: numbers as they are, timestamps in microseconds. */
-  def reader(input: StructType, column: String): Row => Double =
+  /** A DELTA column as a double (numbers as they are, timestamps in microseconds), as batch
+   *  replay reads it; the column's type resolved once. */
+  def reader(input: StructType, column: String): InternalRow => Double =
     input.fieldNames.indexOf(column) match {
       case -1 => _ => 0.0
-      case i => row => row.get(i) match {
-        case n: java.lang.Number => n.doubleValue()
-        case t: java.sql.Timestamp => DateTimeUtils.fromJavaTimestamp(t).toDouble
-        case t: java.time.Instant => DateTimeUtils.instantToMicros(t).toDouble
-        case t: java.time.LocalDateTime => DateTimeUtils.localDateTimeToMicros(t).toDouble
-        case other => throw new IllegalArgumentException(s"DELTA over $other")
-      }
+      case i =>
+        val dataType = input(i).dataType
+        row => ReplayLayout.numeric(row, i, dataType)
     }
 }
