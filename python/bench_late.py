@@ -41,7 +41,7 @@ def benchmark(spark, rows: int, parts: int, repeat: int) -> None:
             for sink in ("noop", "delta"):
                 runs.setdefault((name, sink), []).append(streaming.timed(lambda: streaming.ours(
                     spark, path, "per-append", work, sink, clause, "PANE_START() AS s",
-                    name="bench_late_out")))
+                    name="bench_late_out", replace=True)))
     results = {key: (min(r[0] for r in timings), min(r[1] for r in timings))
                for key, timings in runs.items()}
     for name in VARIANTS:

@@ -78,21 +78,38 @@ def native(spark, path: str, cut: str, work: Path, sink: str, window: tuple[str,
     return query
 
 
+# The streaming table of the last run of `ours`; each run creates a new one, as a user's
+# CREATE STREAMING TABLE does (Spark's side starts a new query into a new path each run).
+made: list[str] = []
+
+
+def drop_earlier(spark) -> None:
+    """Drops the tables of earlier runs of `ours` (not timed: a user's CREATE drops nothing)."""
+    from sql_ext.streaming import drop_streaming_table
+
+    while made:
+        drop_streaming_table(spark, made.pop())
+
+
 def ours(spark, path: str, cut: str, work: Path, sink: str, clause: str, column: str,
-         name: str = "bench_stream_out"):
-    """Our streaming table `bench_stream_out` (new each time) into `sink`; the finished query."""
+         name: str | None = None, replace: bool = False):
+    """Our streaming table into `sink`, a new one (`made[-1]`) unless `name` is given (with
+    `replace`: CREATE OR REPLACE); the finished query."""
     from sql_ext.stream_sink import BENCH_SINK
     from sql_ext.streaming import create_streaming_table
 
     reader(spark, path, cut).createOrReplaceTempView("bench_stream")
     stamp = time.time_ns()
+    if name is None:
+        name = f"bench_stream_out_{stamp}"
+        made.append(name)
     spark.conf.set(BENCH_SINK, sink)
     try:
         query = create_streaming_table(
             spark, name,
             f"SELECT k, {column}, SUM(x) AS total, MAX(x) AS top FROM STREAM(bench_stream) "
             f"WINDOW {clause}", checkpoint=str(work / f"ckpt_{stamp}"),
-            location=str(work / f"out_{stamp}"), replace=True)
+            location=str(work / f"out_{stamp}"), replace=replace)
         query.awaitTermination()
     finally:
         spark.conf.unset(BENCH_SINK)
@@ -103,11 +120,14 @@ def state_rows(spark) -> list[int]:
     """State rows per micro-batch of the last run of `ours`."""
     from sql_ext.streaming import state_curve
 
-    return [size for _, size in state_curve(spark, "bench_stream_out")]
+    return [size for _, size in state_curve(spark, made[-1])]
 
 
-def timed(action) -> tuple[float, float]:
-    """(wall seconds of the run, seconds its micro-batches took by Spark's query progress)."""
+def timed(action, prepare=None) -> tuple[float, float]:
+    """(wall seconds of the run, seconds its micro-batches took by Spark's query progress);
+    `prepare` runs first, not timed."""
+    if prepare is not None:
+        prepare()
     start = time.perf_counter()
     query = action()
     wall = time.perf_counter() - start
@@ -115,8 +135,8 @@ def timed(action) -> tuple[float, float]:
                      for p in query.recentProgress) / 1000
 
 
-def best(action, repeat: int) -> tuple[float, float]:
-    runs = [timed(action) for _ in range(repeat)]
+def best(action, repeat: int, prepare=None) -> tuple[float, float]:
+    runs = [timed(action, prepare) for _ in range(repeat)]
     return min(r[0] for r in runs), min(r[1] for r in runs)
 
 
@@ -150,7 +170,8 @@ def benchmark(spark, sizes: list[int], parts: int, keys: int, cuts: list[str],
                             lambda: native(spark, path, cut, work, sink, window), repeat)
                     else:
                         seconds[side, sink] = best(
-                            lambda: ours(spark, path, cut, work, sink, clause, column), repeat)
+                            lambda: ours(spark, path, cut, work, sink, clause, column), repeat,
+                            prepare=lambda: drop_earlier(spark))
                         curve = state_rows(spark)
                 rate = {key: rows / value[0] for key, value in seconds.items()}
                 batches = {key: rows / max(value[1], 1e-3) for key, value in seconds.items()}
@@ -163,6 +184,7 @@ def benchmark(spark, sizes: list[int], parts: int, keys: int, cuts: list[str],
                       f"{batches['ours', 'delta'] / batches['spark', 'delta']:>9.2f}  {curve}",
                       flush=True)
             print("  (targets: ours / Spark >= 1.0 both into noop, >= 1.2 both into Delta)")
+        drop_earlier(spark)
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -192,8 +214,10 @@ def state_growth(spark, rows: int, parts: int, keys: int, only: list[str] | None
         for name, (clause, column, _) in queries(size, parts, keys).items():
             if only and not any(word.lower() in name.lower() for word in only):
                 continue
+            drop_earlier(spark)
             sizes[name, size] = state_size(
                 ours(spark, path, "per-append", work, "noop", clause, column)) + (held(spark),)
+        drop_earlier(spark)
         shutil.rmtree(work, ignore_errors=True)
     spark.conf.unset(compact)
     for name in dict.fromkeys(name for name, _ in sizes):
@@ -204,11 +228,11 @@ def state_growth(spark, rows: int, parts: int, keys: int, only: list[str] | None
               f"{bytes_10 / max(bytes_1, 1):>11.2f}{held_1:>9,}{held_10:>10,}", flush=True)
 
 
-def held(spark, name: str = "bench_stream_out") -> int:
+def held(spark) -> int:
     """What the last run's windows hold, read back from its state (window_state): tuples, or
     one per open pane where the window keeps partials instead."""
-    return spark.sql(f"SELECT COALESCE(SUM(COALESCE(tuples, 1)), 0) FROM window_state('{name}')"
-                     ).first()[0]
+    return spark.sql("SELECT COALESCE(SUM(COALESCE(tuples, 1)), 0) FROM "
+                     f"window_state('{made[-1]}')").first()[0]
 
 
 def closing_state(spark, rows: int, parts: int) -> None:
@@ -221,11 +245,12 @@ def closing_state(spark, rows: int, parts: int) -> None:
            f"WINDOW {clause}")
     reader(spark, path, "per-append").createOrReplaceTempView("bench_stream")
     options = dict(checkpoint=str(work / "ckpt"), location=str(work / "out"))
-    create_streaming_table(spark, "bench_stream_out", sql, replace=True,
-                           **options).awaitTermination()
+    drop_earlier(spark)
+    made.append("bench_stream_closing")
+    create_streaming_table(spark, made[-1], sql, replace=True, **options).awaitTermination()
     spark.sql("SELECT 0L AS seq, 0L AS k, 0.5D AS x, TIMESTAMP_SECONDS(UNIX_SECONDS(MAX(ts)) "
               f"+ 3600) AS ts FROM delta.`{path}`").write.format("delta").mode("append").save(path)
-    create_streaming_table(spark, "bench_stream_out", sql, **options).awaitTermination()
+    create_streaming_table(spark, made[-1], sql, **options).awaitTermination()
     curve = state_rows(spark)
     print(f"TIME_INTERVAL(60, 15) state rows per micro-batch: {curve}; the last once the "
           "watermark passed every pane (the panes and clock of that one tuple)")

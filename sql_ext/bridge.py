@@ -142,6 +142,13 @@ def java_map(spark: SparkSession, values: dict):
     return result
 
 
+def path_exists(spark: SparkSession, path: str) -> bool:
+    """Whether a file or directory exists, through Hadoop's file system."""
+    hadoop_path = _jvm(spark).org.apache.hadoop.fs.Path(path)
+    return hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()) \
+        .exists(hadoop_path)
+
+
 def delete_path(spark: SparkSession, path: str) -> bool:
     """Deletes a directory tree through Hadoop's file system (local or remote)."""
     jvm = _jvm(spark)

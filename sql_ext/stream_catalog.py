@@ -175,15 +175,25 @@ def write(spark: SparkSession, db: str, table: str, changes: dict[str, str | Non
 
 
 def define(spark: SparkSession, db: str, table: str, definition: Definition,
-           stream_id: str) -> dict[str, str]:
-    """Records `definition` as the table's, stopped; the sql_ext.stream properties it then has
-    (no second read of the metastore)."""
+           stream_id: str, running_window: str | None = None) -> dict[str, str]:
+    """Records `definition` as the table's, stopped, or RUNNING its window `running_window`
+    (JSON) when its stream starts now; the sql_ext.stream properties it then has (no second
+    read of the metastore)."""
     old = read(spark, db, table)
     changes: dict[str, str | None] = {k: None for k in old if k.startswith(f"{PREFIX}.query.")}
-    changes.update(definition.properties())
-    changes.update({f"{PREFIX}.id": stream_id, f"{PREFIX}.state": "STOPPED"})
+    changes.update(defined(definition, stream_id, running_window))
     write(spark, db, table, changes)
     return {k: v for k, v in {**old, **changes}.items() if v is not None}
+
+
+def defined(definition: Definition, stream_id: str,
+            running_window: str | None = None) -> dict[str, str]:
+    """The properties `define` records."""
+    props = {**definition.properties(), f"{PREFIX}.id": stream_id,
+             f"{PREFIX}.state": "STOPPED" if running_window is None else "RUNNING"}
+    if running_window is not None:
+        props[WINDOW_PROPERTY] = running_window
+    return props
 
 
 # The window of a streaming table as window_state() reads it (io.sqlext.streaming.WindowState).

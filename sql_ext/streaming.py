@@ -100,18 +100,72 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str, *,
     else:
         if exists:  # replaced
             spark.sql(f"DROP TABLE {name}")  # a managed table's files go with it
-        create_table(spark, name, output_schema(spark, plan), location, replace,
+        return _create_and_start(spark, name, db, table, definition, plan, replace)
+    return _start(spark, entry, plan, definition.trigger)
+
+
+def _create_and_start(spark: SparkSession, name: str, db: str, table: str,
+                      definition: Definition, plan: StreamPlan, replace: bool) -> StreamingQuery:
+    """A new streaming table: its Delta table and catalog entry are made while its stream starts
+    and computes its first micro-batch, whose write waits for them (the Delta table's first
+    commit and the metastore's entry take about a third of a second). The table is there, and
+    defined, when this returns; if it cannot be made, the stream stops and the error is
+    raised."""
+    stream_id = uuid.uuid4().hex
+    entry = catalog.entry(db, table, catalog.defined(definition, stream_id, plan.window))
+    checkpoint_was_there = bridge.path_exists(spark, definition.checkpoint)
+
+    def create() -> str:
+        create_table(spark, name, output_schema(spark, plan), definition.location, replace,
                      definition.partitioned_by, dict(definition.tblproperties))
         if plan.late_rows and replace:  # starts over: so do its late rows (_start creates)
             create_late_table(spark, plan.late_rows, plan.late_schema(), replace=True)
         try:
-            props = catalog.define(spark, db, table, definition, uuid.uuid4().hex)
+            catalog.define(spark, db, table, definition, stream_id, plan.window)
         except Exception:
             # A table without its definition would be a plain table that blocks the name.
             spark.sql(f"DROP TABLE IF EXISTS {name}")
             raise
-        entry = catalog.entry(db, table, props)
-    return _start(spark, entry, plan, definition.trigger)
+        return catalog.location(spark, db, table)
+
+    made = Background(create)
+    try:
+        query = _start(spark, entry, plan, definition.trigger, made=made)
+    except BaseException:
+        made.result()  # the table's own error, if it has one, names the problem first
+        raise
+    try:
+        location = made.result()
+    except BaseException:
+        _stop_run(entry.key, timeout=0)
+        if not checkpoint_was_there:
+            bridge.delete_path(spark, definition.checkpoint)
+        raise
+    runs[entry.key].location = location
+    return query
+
+
+class Background:
+    """A function run on a thread of its own (keeping the caller's Spark local properties);
+    `result()` waits for it and returns its value or raises its error."""
+
+    def __init__(self, function):
+        self._value = None
+        self._error: BaseException | None = None
+        self._thread = InheritableThread(target=self._run, args=(function,))
+        self._thread.start()
+
+    def _run(self, function) -> None:
+        try:
+            self._value = function()
+        except BaseException as error:  # noqa: BLE001 - raised by result()
+            self._error = error
+
+    def result(self):
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def alter_streaming_table(spark: SparkSession, name: str, sql: str, *,
@@ -218,10 +272,11 @@ def _first_batch(query: StreamingQuery, timeout: float = 300.0) -> str | None:
 
 
 def _start(spark: SparkSession, entry: Entry, plan: StreamPlan,
-           trigger: str | float) -> StreamingQuery:
+           trigger: str | float, made: Background | None = None) -> StreamingQuery:
     """Runs the planned stream of `entry` with `trigger` (its own, or AVAILABLE NOW for a
-    REFRESH)."""
-    location = catalog.location(spark, entry.db, entry.table)
+    REFRESH). `made`: the table is being created (and defined, RUNNING) meanwhile; it gives
+    the table's location, which the first write waits for."""
+    location = catalog.location(spark, entry.db, entry.table) if made is None else None
     sink = DeltaSink(location, f"sql_ext:{entry.stream_id}", plan.merge_on)
     if plan.late_rows:  # kept, or created again if it was dropped
         create_late_table(spark, plan.late_rows, plan.late_schema(), replace=False)
@@ -236,6 +291,8 @@ def _start(spark: SparkSession, entry: Entry, plan: StreamPlan,
         # One job computes the micro-batch's firings; with LATE ROWS INTO the same job wrote
         # its late rows to files of the late table (LateRowFiles), committed here.
         rows, upsert, written = compute(batch)
+        if sink.location is None:  # a new table, being made
+            sink.location = run.location = made.result()
         commit(rows, batch_id, upsert, written)
 
     def compute(batch: DataFrame):
@@ -274,7 +331,8 @@ def _start(spark: SparkSession, entry: Entry, plan: StreamPlan,
     writer = writer.trigger(availableNow=True) if trigger == AVAILABLE_NOW \
         else writer.trigger(processingTime=f"{float(trigger)} seconds")
     progress.watch(spark._jsparkSession)
-    catalog.record_start(spark, entry, plan.window)
+    if made is None:  # (a new table is defined RUNNING)
+        catalog.record_start(spark, entry, plan.window)
     run = StreamingTable(entry, None, spark, location)
     with stream_settings(spark):  # the stream's session is a copy made at start
         query = run.query = writer.start()

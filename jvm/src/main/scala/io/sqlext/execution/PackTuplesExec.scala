@@ -6,14 +6,12 @@ import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.types._
-import org.apache.spark.unsafe.Platform
 
 import scala.collection.mutable
 
 /**
- * Physical [[io.sqlext.plans.logical.PackTuples]]: each task packs its rows per key. A pack is
- * the key's rows as Spark's binary rows (UnsafeRow bytes, each after its length), copied as they
- * are: no conversion of a value, and the reducer reads them in place
+ * Physical [[io.sqlext.plans.logical.PackTuples]]: each task packs its rows per key, column by
+ * column in Spark's internal form ([[PackFormat]]), which the reducer reads back as arrays
  * ([[io.sqlext.streaming.PackedTuples]]). A key's pack leaves once it holds
  * [[PackTuplesExec.MaxPack]] tuples, and every pack once the task holds
  * [[PackTuplesExec.MaxHeldBytes]], so a task's memory stays bounded.
@@ -41,35 +39,12 @@ object PackTuplesExec {
   val MaxPack = 4096
   /** Bytes of tuples a task holds unpacked at most (of all keys). */
   val MaxHeldBytes: Long = 64L << 20
-  /** Each row's length before its bytes: a long, so that every row starts 8-byte aligned. */
-  val LengthBytes = 8
-
-  /** One key's rows so far: their bytes, each after its length. `key`: the key's values;
-   *  `longKey`: a single integral key's value as a long. */
-  private final class Pack(val key: Array[Any], val longKey: Long = 0L) {
-    var bytes = new Array[Byte](1024)
-    var used = 0
-    var count = 0
-
-    def add(row: UnsafeRow): Int = {
-      val size = row.getSizeInBytes
-      val needed = used + LengthBytes + size
-      if (needed > bytes.length) {
-        bytes = java.util.Arrays.copyOf(bytes, math.max(needed, bytes.length * 2))
-      }
-      Platform.putLong(bytes, Platform.BYTE_ARRAY_OFFSET + used, size.toLong)
-      row.writeToMemory(bytes, Platform.BYTE_ARRAY_OFFSET + used + LengthBytes)
-      used = needed
-      count += 1
-      LengthBytes + size
-    }
-
-    def result(): Array[Byte] = java.util.Arrays.copyOf(bytes, used)
-  }
 
   private final class Packer(keys: Seq[Attribute], input: Seq[Attribute],
       rows: Iterator[InternalRow]) extends Iterator[InternalRow] {
-    private val toUnsafe = UnsafeProjection.create(input.map(_.dataType).toArray)
+    private val layout = PackFormat.Layout(input.map(_.dataType).toArray,
+      keys.map(input.indexOf(_)).toArray)
+    private val restOf = UnsafeProjection.create(layout.rest.map(input(_)).toSeq, input)
     private val keyTypes = keys.map(_.dataType).toArray
     private val toOutput = UnsafeProjection.create(keyTypes :+ BinaryType)
     private val ready = mutable.Queue.empty[InternalRow]
@@ -79,10 +54,13 @@ object PackTuplesExec {
     // projecting and hashing a key row per tuple; other keys by their key row.
     private val integralKey: Int =
       if (keys.length == 1 && isIntegral(keyTypes(0))) input.indexOf(keys.head) else -1
-    private val byLong = mutable.LongMap.empty[Pack]
+    private val byLong = new java.util.HashMap[java.lang.Long, Pack]()
     private var nullKey: Pack = _
     private val keyOf = UnsafeProjection.create(keys, input)
     private val byRow = new java.util.HashMap[UnsafeRow, Pack]()
+    // The last tuple's pack: a task's rows of one key often come together.
+    private var lastLong = 0L
+    private var last: Pack = _
 
     override def hasNext: Boolean = {
       while (ready.isEmpty && rows.hasNext) add(rows.next())
@@ -97,11 +75,8 @@ object PackTuplesExec {
 
     private def add(row: InternalRow): Unit = {
       val pack = packOf(row)
-      held += pack.add(row match {
-        case unsafe: UnsafeRow => unsafe
-        case other => toUnsafe(other)
-      })
-      if (pack.count >= MaxPack) {
+      held += pack.writer.add(row)
+      if (pack.writer.count >= MaxPack) {
         forget(pack)
         flush(pack)
       } else if (held >= MaxHeldBytes) flushAll()
@@ -110,44 +85,67 @@ object PackTuplesExec {
     private def packOf(row: InternalRow): Pack =
       if (integralKey >= 0) {
         if (row.isNullAt(integralKey)) {
-          if (nullKey == null) nullKey = new Pack(Array(null))
+          if (nullKey == null) nullKey = newPack(row, 0L)
           nullKey
         } else {
           val value = integralValue(row, integralKey, keyTypes(0))
-          byLong.getOrElseUpdate(value,
-            new Pack(Array(row.get(integralKey, keyTypes(0))), value))
+          if (last != null && value == lastLong) return last
+          var pack = byLong.get(value)
+          if (pack == null) {
+            pack = newPack(row, value)
+            byLong.put(value, pack)
+          }
+          last = pack
+          lastLong = value
+          pack
         }
       } else {
         val key = keyOf(row)
         var pack = byRow.get(key)
         if (pack == null) {
-          val copy = key.copy()
-          pack = new Pack(keyTypes.indices.map(k =>
-            if (copy.isNullAt(k)) null else copy.get(k, keyTypes(k))).toArray)
-          byRow.put(copy, pack)
+          pack = newPack(row, 0L)
+          byRow.put(pack.writer.key, pack)
         }
         pack
       }
 
-    private def forget(pack: Pack): Unit =
-      if (integralKey < 0) byRow.values().remove(pack)
+    private def newPack(row: InternalRow, longKey: Long): Pack =
+      new Pack(new PackFormat.Writer(layout, keyOf(row).copy(), restOf), longKey)
+
+    private def forget(pack: Pack): Unit = {
+      if (pack eq last) last = null
+      if (integralKey < 0) byRow.remove(pack.writer.key)
       else if (pack eq nullKey) nullKey = null
       else byLong.remove(pack.longKey)
+    }
 
     private def flushAll(): Unit = {
-      byLong.valuesIterator.foreach(flush)
+      byLong.values().forEach(pack => flush(pack))
       byLong.clear()
       Option(nullKey).foreach(flush)
       nullKey = null
       byRow.values().forEach(pack => flush(pack))
       byRow.clear()
+      last = null
     }
 
     private def flush(pack: Pack): Unit = {
-      held -= pack.used
-      ready += toOutput(new GenericInternalRow(pack.key :+ pack.result())).copy()
+      val bytes = pack.writer.result()
+      held -= bytes.length
+      val key = pack.writer.key
+      val values = new Array[Any](keyTypes.length + 1)
+      var k = 0
+      while (k < keyTypes.length) {
+        values(k) = if (key.isNullAt(k)) null else key.get(k, keyTypes(k))
+        k += 1
+      }
+      values(k) = bytes
+      ready += toOutput(new GenericInternalRow(values)).copy()
     }
   }
+
+  /** A pack being filled, and its key as a long when it is one integral column. */
+  private final class Pack(val writer: PackFormat.Writer, val longKey: Long)
 
   private def isIntegral(dataType: DataType): Boolean = dataType match {
     case LongType | IntegerType | ShortType | ByteType | DateType | TimestampType |

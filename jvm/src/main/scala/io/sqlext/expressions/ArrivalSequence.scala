@@ -87,18 +87,18 @@ final class ArrivalCounter(ranks: SplitRanks, fileOnly: Boolean) {
 
   def next(): Long = {
     val file = currentFile.eval(null).asInstanceOf[UTF8String]
-    val offset = currentStart.eval(null).asInstanceOf[Long]
-    // The holder hands out one path object per split: comparing references is enough, and
-    // spares a comparison of the path's bytes per row.
-    if (path == null || (file ne path) || offset != start) {
+    // The holder makes a new path object for each split it starts: the same object is the same
+    // split, so its offset (a second thread-local lookup) is read only when the split changes,
+    // and no path's bytes are compared per row.
+    if (path == null || (file ne path)) {
       path = file
-      start = offset
+      start = currentStart.eval(null).asInstanceOf[Long]
       row = 0L
       base = if (file.numBytes() == 0) {
         if (fileOnly) -1L else Long.MinValue + (partition << ArrivalSequence.RowBits)
       } else {
         val url = file.toString
-        if (fileOnly) ranks.file(url) else ranks.split(url, offset) << ArrivalSequence.RowBits
+        if (fileOnly) ranks.file(url) else ranks.split(url, start) << ArrivalSequence.RowBits
       }
     }
     if (fileOnly) return base

@@ -3,7 +3,7 @@ package io.sqlext.streaming
 import io.sqlext.execution.ArrivalOrder
 import io.sqlext.window.WindowSpec
 import org.apache.spark.sql.{Encoders, Row}
-import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.util.TypeUtils
 import org.apache.spark.sql.streaming.{StatefulProcessorHandle, TTLConfig, ValueState}
 import org.apache.spark.sql.types.StructType
@@ -83,15 +83,14 @@ object MicroBatchOrder {
   }
 
   def ofInternalRows(spec: WindowSpec, input: StructType, counters: StreamCounters)
-      : MicroBatchOrder[UnsafeRow] = {
+      : MicroBatchOrder[InternalRow] = {
     val orderIndex = input.fieldNames.indexOf(WindowSpec.OrderColumn)
     val dataType = if (orderIndex >= 0) input(orderIndex).dataType else null
-    new MicroBatchOrder[UnsafeRow](spec, input, counters, new Form[UnsafeRow] {
-      override val ordering: Ordering[UnsafeRow] =
-        ArrivalOrder.internalOrdering(spec, input).on[UnsafeRow](identity)
+    new MicroBatchOrder[InternalRow](spec, input, counters, new Form[InternalRow] {
+      override val ordering: Ordering[InternalRow] = ArrivalOrder.internalOrdering(spec, input)
       @transient private lazy val values = TypeUtils.getInterpretedOrdering(dataType)
       private val stateValue = if (dataType != null) new ExternalRows.OfValue(dataType) else null
-      override def orderValue(tuple: UnsafeRow, ordinal: Int): Any =
+      override def orderValue(tuple: InternalRow, ordinal: Int): Any =
         if (tuple.isNullAt(ordinal)) null else tuple.get(ordinal, dataType)
       override def compare(a: Any, b: Any): Int = values.compare(a, b)
       override def toState(value: Any): Any = stateValue.external(value)

@@ -114,7 +114,7 @@ class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema:
   }
 
   /** The window as the previous micro-batch left it, and the keys it was given. */
-  private def load(now: Long): (CheckpointedWindow[Row, UnsafeRow], mutable.LinkedHashSet[Row]) = {
+  private def load(now: Long): (CheckpointedWindow[Row, InternalRow], mutable.LinkedHashSet[Row]) = {
     val savedTick = if (tick.exists()) Some(tick.get()) else None
     val window = WindowProcessor.newWindow(spec, input,
       WindowProcessor.tickOrigin(tickPeriod, savedTick.filter(_ != Long.MaxValue), now),
@@ -133,7 +133,7 @@ class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema:
 
   /** Keeps every key the window was given: in `partitions` while the window holds it, else
    *  its window number in `numbers`. */
-  private def save(window: CheckpointedWindow[Row, UnsafeRow], keys: Iterable[Row]): Unit = {
+  private def save(window: CheckpointedWindow[Row, InternalRow], keys: Iterable[Row]): Unit = {
     val rank = window.recencyOrder.zipWithIndex.toMap
     var holding = false
     keys.foreach { k =>

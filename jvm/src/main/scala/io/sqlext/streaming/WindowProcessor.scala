@@ -5,7 +5,6 @@ import io.sqlext.window._
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.{Encoders, Row}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.streaming._
 import org.apache.spark.sql.types._
 
@@ -87,15 +86,15 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
   }
 
   /** AGE eviction is due: the partition holds tuples and saw no insert for more than AGE. */
-  private def aged(window: CheckpointedWindow[Row, UnsafeRow], key: Row, touched: Long,
+  private def aged(window: CheckpointedWindow[Row, InternalRow], key: Row, touched: Long,
       nowMs: Long): Boolean =
     ageLimitMs >= 0 && touched != Long.MinValue && nowMs > touched + ageLimitMs &&
       window.save(key).tuples.nonEmpty
 
   /** The partition's tuples leave: fired as EVICTED with EMIT EVICTED, else counted and logged.
    *  Its window number stays, as the batch engine keeps it. */
-  private def evict(key: Row, window: CheckpointedWindow[Row, UnsafeRow],
-      emit: Firing[Row, UnsafeRow] => Unit): Unit = {
+  private def evict(key: Row, window: CheckpointedWindow[Row, InternalRow],
+      emit: Firing[Row, InternalRow] => Unit): Unit = {
     val state = window.save(key)
     if (spec.emitEvicted) emit(Firing(key, state.firings, state.tuples, Firing.Evicted))
     else logWarning(s"sql_ext window ${spec.policyText}: PARTITION EVICTION dropped " +
@@ -108,7 +107,7 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
   /** A state machine holding this partition as the previous micro-batch left it, an output
    *  buffer, and the wall clock (ms) of the partition's last insert (Long.MinValue: none). */
   private def load(key: Row, now: Long)
-      : (CheckpointedWindow[Row, UnsafeRow], ArrayBuffer[Row], Long) = {
+      : (CheckpointedWindow[Row, InternalRow], ArrayBuffer[Row], Long) = {
     val saved = if (policy.exists()) Some(policy.get()) else None
     val nextTick = saved.map(_.getLong(4)).filter(_ != Long.MaxValue)
     // A new partition's first tick is the next multiple of the period after now.
@@ -122,7 +121,7 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
     (window, ArrayBuffer.empty[Row], saved.map(_.getLong(6)).getOrElse(Long.MinValue))
   }
 
-  private def save(key: Row, window: CheckpointedWindow[Row, UnsafeRow], touchedMs: Long): Unit = {
+  private def save(key: Row, window: CheckpointedWindow[Row, InternalRow], touchedMs: Long): Unit = {
     val state = window.save(key)
     if (state.tuples.isEmpty) tuples.clear() else tuples.put(state.tuples.map(rows.external).toArray)
     policy.update(Row(state.firings, state.full, state.counter, state.reference.orNull,
@@ -139,11 +138,11 @@ object WindowProcessor {
    *  its columns `metaNames`, the partials), else every tuple (as a Row) followed by its
    *  columns. The key is the firing's: the partition columns' values, in the spec's order. */
   def emitterFor(spec: WindowSpec, input: StructType, metaNames: Seq[String])
-      : ArrayBuffer[Row] => Firing[Row, UnsafeRow] => Unit = {
+      : ArrayBuffer[Row] => Firing[Row, InternalRow] => Unit = {
     val orderIndex = input.fieldNames.indexOf(WindowSpec.OrderColumn)
     val orderValue = if (orderIndex < 0) null
       else new ExternalRows.OfValue(input(orderIndex).dataType)
-    def meta(f: Firing[Row, UnsafeRow]) = metaValues(f, metaNames, t =>
+    def meta(f: Firing[Row, InternalRow]) = metaValues(f, metaNames, t =>
       if (orderIndex < 0 || t.isNullAt(orderIndex)) null
       else orderValue.external(t.get(orderIndex, input(orderIndex).dataType)))
     if (FiringPartials.enabled(spec)) {
@@ -190,21 +189,21 @@ object WindowProcessor {
   /** The batch engine's state machine for the spec's policy ([[Windows]]), over tuples in
    *  Spark's internal form, read as batch replay reads them ([[ReplayLayout]]). */
   def newWindow(spec: WindowSpec, input: StructType, origin: Long,
-      eviction: Option[PartitionEvictionPolicy]): CheckpointedWindow[Row, UnsafeRow] = {
+      eviction: Option[PartitionEvictionPolicy]): CheckpointedWindow[Row, InternalRow] = {
     def isTimestamp(column: String) = input.find(_.name == column).map(_.dataType)
       .exists(t => t == TimestampType || t == TimestampNTZType)
-    val values = DeltaValues[UnsafeRow](reader(input, WindowSpec.DeltaColumn),
+    val values = DeltaValues[InternalRow](reader(input, WindowSpec.DeltaColumn),
       isTimestamp(WindowSpec.DeltaColumn), reader(input, WindowSpec.TriggerDeltaColumn),
       isTimestamp(WindowSpec.TriggerDeltaColumn))
     // Orders the partitions one event fires (punctuations, ticks, evictions): the output is
     // a set of rows, so any fixed order does.
-    Windows.of[Row, UnsafeRow](spec, values, Ordering.by[Row, String](_.toString), origin,
+    Windows.of[Row, InternalRow](spec, values, Ordering.by[Row, String](_.toString), origin,
       eviction)
   }
 
   /** A firing's column values; `orderValue` reads a tuple's ORDER BY value (as a Row holds it). */
-  def metaValues(f: Firing[Row, UnsafeRow], metaNames: Seq[String],
-      orderValue: UnsafeRow => Any): Seq[Any] =
+  def metaValues(f: Firing[Row, InternalRow], metaNames: Seq[String],
+      orderValue: InternalRow => Any): Seq[Any] =
     metaNames.map {
       case WindowSpec.FireColumn | "__sx_wid" => f.windowId
       case "__sx_pstart" => orderValue(f.tuples.head)
