@@ -80,6 +80,20 @@ def stages(log_dir: Path, since_ms: float = 0) -> None:
         print(f"{name[:89]:<90}{g[0]:>4}{g[1]:>9.0f}{g[2]:>9.0f}{g[3]:>10}{g[4]:>9}{g[5]:>9}")
 
 
+def fine_jfc(work: Path) -> Path:
+    """The JDK's `profile` recording settings with CPU samples every millisecond (not 10 ms):
+    a micro-batch of a few seconds gets enough samples to tell its parts apart."""
+    java_home = Path(subprocess.run(["java", "-XshowSettings:properties", "-version"],
+                                    capture_output=True, text=True).stderr.split(
+        "java.home = ")[1].splitlines()[0].strip())
+    settings = (java_home / "lib" / "jfr" / "profile.jfc").read_text()
+    fine = work / "fine.jfc"
+    fine.write_text(settings.replace(
+        '<setting name="period" control="method-sampling-java-interval">10 ms</setting>',
+        '<setting name="period" control="method-sampling-java-interval">1 ms</setting>'))
+    return fine
+
+
 def hot_frames(recording: Path, top: int = 40) -> None:
     """Top frames (self time) and top project/Spark frames (inclusive) of the CPU samples."""
     printed = subprocess.run(["jfr", "print", "--events", "jdk.ExecutionSample", "--stack-depth",
@@ -151,7 +165,7 @@ def main() -> int:
     since_ms = time.time() * 1000  # the stages of the profiled run only
     if args.jfr:
         pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-        subprocess.run(["jcmd", str(pid), "JFR.start", "name=sx", "settings=profile",
+        subprocess.run(["jcmd", str(pid), "JFR.start", "name=sx", f"settings={fine_jfc(work)}",
                         f"filename={recording}"], check=True, capture_output=True)
     started = time.perf_counter()
     stream = run()

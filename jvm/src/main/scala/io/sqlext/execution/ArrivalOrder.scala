@@ -74,6 +74,12 @@ object ArrivalOrder {
     }
   }
 
+  /** The ordinals of the sort keys in `schema` when every key is a long, else empty. */
+  def longKeys(spec: WindowSpec, schema: StructType): Array[Int] = {
+    val ordinals = keys(spec, schema.fieldNames.contains).map(schema.fieldIndex).toArray
+    if (ordinals.forall(i => isLong(schema(i).dataType))) ordinals else Array.empty
+  }
+
   private def isLong(dataType: DataType): Boolean =
     dataType == LongType || dataType == TimestampType || dataType == TimestampNTZType
 

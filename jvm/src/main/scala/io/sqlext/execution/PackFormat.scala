@@ -8,11 +8,15 @@ import org.apache.spark.unsafe.Platform
 /**
  * The bytes of one pack of [[io.sqlext.plans.logical.PackTuples]]: one key's tuples of one map
  * task, column by column. The key's values come once (an UnsafeRow of the key columns); every
- * other column of a common fixed-width type is its values one after another (8 bytes for longs,
- * timestamps and doubles, 4 for ints and dates, 1 for bytes and booleans) after a bitmap of its
- * NULLs when it has any; the remaining columns (strings, decimals, nested types, ...) of each
- * tuple are one UnsafeRow. So a tuple costs its values' bytes (16 for a SUM over a BIGINT
- * arrival rank and a DOUBLE), not a row, and the reader copies each column into an array at once.
+ * other column of a common fixed-width type is its values one after another (8 bytes for
+ * doubles, 4 for ints and dates, 1 for bytes and booleans) after a bitmap of its NULLs when it
+ * has any; the remaining columns (strings, decimals, nested types, ...) of each tuple are one
+ * UnsafeRow. Longs and timestamps are each the difference to the one before, zigzag varint
+ * encoded: the arrival rank, an event time or a file rank rises in small steps within a pack,
+ * so they take one to three bytes instead of eight. Every byte of a pack is hashed (Spark's
+ * shuffle checksum), compressed, written and read again, so a tuple costs about its values'
+ * bytes (11 for a SUM over a DOUBLE with its arrival rank), not a row, and the reader fills
+ * each column's array in one pass.
  *
  * The writer ([[PackFormat.Writer]], map side) and the reader ([[PackFormat.read]], in the
  * window processor) share this layout ([[PackFormat.Layout]]).
@@ -95,6 +99,8 @@ object PackFormat {
     private def setNull(j: Int): Unit = {
       if (nulls(j) == null) nulls(j) = new Array[Long](words(capacity))
       nulls(j)(count >>> 6) |= 1L << (count & 63)
+      // A NULL long repeats the value before it: a difference of 0, one byte.
+      if (longs(j) != null && count > 0) longs(j)(count) = longs(j)(count - 1)
     }
 
     private def addRest(row: UnsafeRow): Int = {
@@ -128,7 +134,8 @@ object PackFormat {
       var size = 4 + 4 + key.getSizeInBytes
       arrays.indices.foreach { j =>
         size += 4 + (if (nulls(j) == null) 0 else 8 * words(count)) +
-          count * layout.width(arrays(j))
+          (if (longs(j) != null) 4 + Varints.size(longs(j), count)
+           else count * layout.width(arrays(j)))
       }
       size += restUsed
       val out = new Array[Byte](size)
@@ -145,15 +152,20 @@ object PackFormat {
           Platform.copyMemory(nulls(j), Platform.LONG_ARRAY_OFFSET, out, at, 8L * nullWords)
           at += 8 * nullWords
         }
-        val length = count.toLong * layout.width(arrays(j))
-        val (from, offset) = layout.kinds(arrays(j)) match {
-          case Longs => (longs(j), Platform.LONG_ARRAY_OFFSET)
-          case Doubles => (doubles(j), Platform.DOUBLE_ARRAY_OFFSET)
-          case Ints => (ints(j), Platform.INT_ARRAY_OFFSET)
-          case _ => (bytes(j), Platform.BYTE_ARRAY_OFFSET)
+        if (longs(j) != null) {
+          val length = Varints.write(longs(j), count, out, at + 4)
+          Platform.putInt(out, at, length)
+          at += 4 + length
+        } else {
+          val length = count.toLong * layout.width(arrays(j))
+          val (from, offset) = layout.kinds(arrays(j)) match {
+            case Doubles => (doubles(j), Platform.DOUBLE_ARRAY_OFFSET)
+            case Ints => (ints(j), Platform.INT_ARRAY_OFFSET)
+            case _ => (bytes(j), Platform.BYTE_ARRAY_OFFSET)
+          }
+          Platform.copyMemory(from, offset, out, at, length)
+          at += length.toInt
         }
-        Platform.copyMemory(from, offset, out, at, length)
-        at += length.toInt
       }
       if (restUsed > 0) Platform.copyMemory(restBytes, Platform.BYTE_ARRAY_OFFSET, out, at, restUsed)
       out
@@ -165,10 +177,13 @@ object PackFormat {
   /** A pack read back: its columns as arrays (by ordinal of the input), ready for
    *  [[PackedRow]]s. */
   final class Columns(val layout: Layout, val count: Int) {
+    val kinds: Array[Int] = layout.kinds
+    val restOrdinal: Array[Int] = layout.restOrdinal
     val longs = new Array[Array[Long]](layout.input.length)
     val doubles = new Array[Array[Double]](layout.input.length)
     val ints = new Array[Array[Int]](layout.input.length)
     val bytes = new Array[Array[Byte]](layout.input.length)
+    /** NULL bitmaps of the array columns that have NULLs, and all set for a NULL key. */
     val nulls = new Array[Array[Long]](layout.input.length)
     /** The key's values (internal form) at the key columns' ordinals. */
     val constants = new Array[Any](layout.input.length)
@@ -177,7 +192,8 @@ object PackFormat {
 
     def isNull(ordinal: Int, index: Int): Boolean = {
       val n = nulls(ordinal)
-      n != null && (n(index >>> 6) & (1L << (index & 63))) != 0
+      if (n != null) (n(index >>> 6) & (1L << index)) != 0 // (a long shifts by index mod 64)
+      else restOrdinal(ordinal) >= 0 && rest(index).isNullAt(restOrdinal(ordinal))
     }
   }
 
@@ -191,7 +207,8 @@ object PackFormat {
     key.pointTo(bytes, at + 8, keySize)
     layout.keys.indices.foreach { k =>
       val i = layout.keys(k)
-      columns.constants(i) = if (key.isNullAt(k)) null else key.get(k, layout.input(i))
+      if (key.isNullAt(k)) columns.nulls(i) = Array.fill(words(count))(-1L)
+      else columns.constants(i) = key.get(k, layout.input(i))
     }
     at += 8 + keySize
     layout.arrays.foreach { i =>
@@ -203,11 +220,12 @@ object PackFormat {
         columns.nulls(i) = n
         at += 8 * nullWords
       }
-      val length = count.toLong * layout.width(i)
+      val length = if (layout.kinds(i) == Longs) Platform.getInt(bytes, at).toLong
+        else count.toLong * layout.width(i)
       layout.kinds(i) match {
         case Longs =>
-          columns.longs(i) = new Array[Long](count)
-          Platform.copyMemory(bytes, at, columns.longs(i), Platform.LONG_ARRAY_OFFSET, length)
+          at += 4
+          columns.longs(i) = Varints.read(bytes, at, count)
         case Doubles =>
           columns.doubles(i) = new Array[Double](count)
           Platform.copyMemory(bytes, at, columns.doubles(i), Platform.DOUBLE_ARRAY_OFFSET, length)
@@ -233,5 +251,63 @@ object PackFormat {
       }
     }
     columns
+  }
+
+  /** Longs as zigzag varints of their differences (byte offsets are Platform's, into byte
+   *  arrays). */
+  private object Varints {
+    private def zigzag(d: Long): Long = (d << 1) ^ (d >> 63)
+
+    private def length(z: Long): Int = (63 - java.lang.Long.numberOfLeadingZeros(z | 1L)) / 7 + 1
+
+    def size(values: Array[Long], count: Int): Int = {
+      var (total, previous, i) = (0, 0L, 0)
+      while (i < count) {
+        total += length(zigzag(values(i) - previous))
+        previous = values(i)
+        i += 1
+      }
+      total
+    }
+
+    /** Writes the first `count` values at `offset`; the bytes written. */
+    def write(values: Array[Long], count: Int, out: Array[Byte], offset: Long): Int = {
+      var (at, previous, i) = (offset, 0L, 0)
+      while (i < count) {
+        var z = zigzag(values(i) - previous)
+        while ((z & ~0x7FL) != 0) {
+          Platform.putByte(out, at, ((z & 0x7F) | 0x80).toByte)
+          at += 1
+          z >>>= 7
+        }
+        Platform.putByte(out, at, z.toByte)
+        at += 1
+        previous = values(i)
+        i += 1
+      }
+      (at - offset).toInt
+    }
+
+    def read(bytes: Array[Byte], offset: Long, count: Int): Array[Long] = {
+      val values = new Array[Long](count)
+      var (at, previous, i) = (offset, 0L, 0)
+      while (i < count) {
+        var z = 0L
+        var shift = 0
+        var b = Platform.getByte(bytes, at)
+        while (b < 0) {
+          z |= (b & 0x7FL) << shift
+          shift += 7
+          at += 1
+          b = Platform.getByte(bytes, at)
+        }
+        z |= b.toLong << shift
+        at += 1
+        previous += (z >>> 1) ^ -(z & 1)
+        values(i) = previous
+        i += 1
+      }
+      values
+    }
   }
 }

@@ -72,7 +72,7 @@ class MarkerPaneProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[St
     }
     var skipped = 0L
     val now = PaneProcessor.clockOf(timers) // EMIT EARLY's clock: the batch's processing time
-    order.sorted(rows).foreach { row =>
+    order.sorted(rows.toArray).foreach { row =>
       if (!row.isNullAt(markerIndex)) {
         window.advanceClock(PaneInput.micros(row.get(markerIndex)))(emit)
       } else if (row.isNullAt(eventIndex)) skipped += 1

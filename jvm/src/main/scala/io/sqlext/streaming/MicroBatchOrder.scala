@@ -1,6 +1,6 @@
 package io.sqlext.streaming
 
-import io.sqlext.execution.ArrivalOrder
+import io.sqlext.execution.{ArrivalOrder, LongKeySort}
 import io.sqlext.window.WindowSpec
 import org.apache.spark.sql.{Encoders, Row}
 import org.apache.spark.sql.catalyst.InternalRow
@@ -34,10 +34,8 @@ final class MicroBatchOrder[T: ClassTag] private (spec: WindowSpec, input: Struc
 
   /** `rows` in arrival order; counts the rows below the highest ORDER BY value of earlier
    *  micro-batches and keeps the new highest. */
-  def sorted(rows: Iterator[T]): Array[T] = {
-    val batch = rows.toArray
-    java.util.Arrays.sort(batch.asInstanceOf[Array[AnyRef]],
-      form.ordering.asInstanceOf[Ordering[AnyRef]]) // stable, in place; linear when in order
+  def sorted(rows: Array[T]): Array[T] = {
+    val batch = form.sort(rows)
     if (orderIndex < 0 || batch.isEmpty) return batch
     val before = if (high.exists()) form.fromState(high.get().get(0)) else null
     var highest = before
@@ -62,6 +60,14 @@ object MicroBatchOrder {
    *  `compare` reads, to and from the form the state keeps (a Row's). */
   sealed trait Form[T] extends Serializable {
     def ordering: Ordering[T]
+
+    /** The tuples in arrival order (stable; in place or a new array). */
+    def sort(tuples: Array[T]): Array[T] = {
+      java.util.Arrays.sort(tuples.asInstanceOf[Array[AnyRef]],
+        ordering.asInstanceOf[Ordering[AnyRef]]) // TimSort: linear on tuples in order
+      tuples
+    }
+
     def orderValue(tuple: T, ordinal: Int): Any
     def compare(a: Any, b: Any): Int
     def toState(value: Any): Any
@@ -88,6 +94,27 @@ object MicroBatchOrder {
     val dataType = if (orderIndex >= 0) input(orderIndex).dataType else null
     new MicroBatchOrder[InternalRow](spec, input, counters, new Form[InternalRow] {
       override val ordering: Ordering[InternalRow] = ArrivalOrder.internalOrdering(spec, input)
+      private val longKeys = ArrivalOrder.longKeys(spec, input)
+
+      // Long keys (the common case: the arrival and file ranks, a BIGINT or TIMESTAMP ORDER BY)
+      // are read once per tuple and sorted unboxed; a NULL among them takes the general sort.
+      override def sort(tuples: Array[InternalRow]): Array[InternalRow] = {
+        if (longKeys.isEmpty) return super.sort(tuples)
+        val n = tuples.length
+        val keys = longKeys.map(_ => new Array[Long](n))
+        var i = 0
+        while (i < n) {
+          var k = 0
+          while (k < longKeys.length) {
+            if (tuples(i).isNullAt(longKeys(k))) return super.sort(tuples)
+            keys(k)(i) = tuples(i).getLong(longKeys(k))
+            k += 1
+          }
+          i += 1
+        }
+        val order = LongKeySort.order(keys, n)
+        Array.tabulate(n)(j => tuples(order(j)))
+      }
       @transient private lazy val values = TypeUtils.getInterpretedOrdering(dataType)
       private val stateValue = if (dataType != null) new ExternalRows.OfValue(dataType) else null
       override def orderValue(tuple: InternalRow, ordinal: Int): Any =

@@ -10,15 +10,11 @@ import org.apache.spark.sql.catalyst.expressions.BaseGenericInternalRow
  * state machines hold these; nothing is copied until a tuple is kept in state (as a Row).
  */
 final class PackedRow(pack: PackFormat.Columns, index: Int) extends BaseGenericInternalRow {
-  private def kind(ordinal: Int): Int = pack.layout.kinds(ordinal)
+  private def kind(ordinal: Int): Int = pack.kinds(ordinal)
 
-  override def numFields: Int = pack.layout.input.length
+  override def numFields: Int = pack.kinds.length
 
-  override def isNullAt(ordinal: Int): Boolean = kind(ordinal) match {
-    case Rest => pack.rest(index).isNullAt(pack.layout.restOrdinal(ordinal))
-    case Key => pack.constants(ordinal) == null
-    case _ => pack.isNull(ordinal, index)
-  }
+  override def isNullAt(ordinal: Int): Boolean = pack.isNull(ordinal, index)
 
   override def getLong(ordinal: Int): Long = kind(ordinal) match {
     case Longs => pack.longs(ordinal)(index)
@@ -48,7 +44,7 @@ final class PackedRow(pack: PackFormat.Columns, index: Int) extends BaseGenericI
       case Bytes =>
         val b = pack.bytes(ordinal)(index)
         if (pack.layout.input(ordinal) == org.apache.spark.sql.types.BooleanType) b != 0 else b
-      case Rest => pack.rest(index).get(pack.layout.restOrdinal(ordinal), pack.layout.input(ordinal))
+      case Rest => pack.rest(index).get(pack.restOrdinal(ordinal), pack.layout.input(ordinal))
       case _ => pack.constants(ordinal)
     }
 

@@ -26,8 +26,15 @@ final class PackedTuples(input: StructType, keyColumns: Seq[String]) extends Ser
 
   /** The tuples of packed rows, read back column by column ([[PackFormat]]): InternalRows of
    *  `input` over the packs' arrays. */
-  def unpack(packs: Iterator[Row]): Iterator[InternalRow] = packs.flatMap { pack =>
-    val columns = PackFormat.read(layout, pack.getAs[Array[Byte]](pack.length - 1))
-    Iterator.tabulate(columns.count)(i => new PackedRow(columns, i))
+  def unpack(packs: Iterator[Row]): Array[InternalRow] = {
+    val read = packs.map(pack => PackFormat.read(layout, pack.getAs[Array[Byte]](pack.length - 1)))
+      .toArray
+    val tuples = new Array[InternalRow](read.iterator.map(_.count).sum)
+    var at = 0
+    read.foreach { columns =>
+      var i = 0
+      while (i < columns.count) { tuples(at) = new PackedRow(columns, i); at += 1; i += 1 }
+    }
+    tuples
   }
 }

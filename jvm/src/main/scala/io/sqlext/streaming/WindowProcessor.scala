@@ -227,8 +227,10 @@ object WindowProcessor {
   def reader(input: StructType, column: String): InternalRow => Double =
     input.fieldNames.indexOf(column) match {
       case -1 => _ => 0.0
-      case i =>
-        val dataType = input(i).dataType
-        row => ReplayLayout.numeric(row, i, dataType)
+      case i => input(i).dataType match { // resolved once: read for every tuple
+        case LongType | TimestampType | TimestampNTZType => row => row.getLong(i).toDouble
+        case DoubleType => row => row.getDouble(i)
+        case dataType => row => ReplayLayout.numeric(row, i, dataType)
+      }
     }
 }
