@@ -1,6 +1,6 @@
 package io.sqlext.streaming
 
-import io.sqlext.execution.{ArrivalOrder, LongKeySort}
+import io.sqlext.execution.ArrivalOrder
 import io.sqlext.window.WindowSpec
 import org.apache.spark.sql.{Encoders, Row}
 import org.apache.spark.sql.catalyst.InternalRow
@@ -32,10 +32,10 @@ final class MicroBatchOrder[T: ClassTag] private (spec: WindowSpec, input: Struc
     high = handle.getValueState[Row]("order_high", Encoders.row(schema), TTLConfig.NONE)
   }
 
-  /** `rows` in arrival order; counts the rows below the highest ORDER BY value of earlier
-   *  micro-batches and keeps the new highest. */
-  def sorted(rows: Array[T]): Array[T] = {
-    val batch = form.sort(rows)
+  /** `rows` in arrival order (`inOrder`: they are, [[PackedTuples]] sorted them); counts the
+   *  rows below the highest ORDER BY value of earlier micro-batches and keeps the new highest. */
+  def sorted(rows: Array[T], inOrder: Boolean = false): Array[T] = {
+    val batch = if (inOrder) rows else form.sort(rows)
     if (orderIndex < 0 || batch.isEmpty) return batch
     val before = if (high.exists()) form.fromState(high.get().get(0)) else null
     var highest = before
@@ -94,27 +94,6 @@ object MicroBatchOrder {
     val dataType = if (orderIndex >= 0) input(orderIndex).dataType else null
     new MicroBatchOrder[InternalRow](spec, input, counters, new Form[InternalRow] {
       override val ordering: Ordering[InternalRow] = ArrivalOrder.internalOrdering(spec, input)
-      private val longKeys = ArrivalOrder.longKeys(spec, input)
-
-      // Long keys (the common case: the arrival and file ranks, a BIGINT or TIMESTAMP ORDER BY)
-      // are read once per tuple and sorted unboxed; a NULL among them takes the general sort.
-      override def sort(tuples: Array[InternalRow]): Array[InternalRow] = {
-        if (longKeys.isEmpty) return super.sort(tuples)
-        val n = tuples.length
-        val keys = longKeys.map(_ => new Array[Long](n))
-        var i = 0
-        while (i < n) {
-          var k = 0
-          while (k < longKeys.length) {
-            if (tuples(i).isNullAt(longKeys(k))) return super.sort(tuples)
-            keys(k)(i) = tuples(i).getLong(longKeys(k))
-            k += 1
-          }
-          i += 1
-        }
-        val order = LongKeySort.order(keys, n)
-        Array.tabulate(n)(j => tuples(order(j)))
-      }
       @transient private lazy val values = TypeUtils.getInterpretedOrdering(dataType)
       private val stateValue = if (dataType != null) new ExternalRows.OfValue(dataType) else null
       override def orderValue(tuple: InternalRow, ordinal: Int): Any =

@@ -1,6 +1,6 @@
 package io.sqlext.streaming
 
-import io.sqlext.execution.PackFormat
+import io.sqlext.execution.{ArrivalOrder, LongKeySort, PackFormat}
 import io.sqlext.plans.logical.PackTuples
 import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.catalyst.InternalRow
@@ -25,16 +25,55 @@ final class PackedTuples(input: StructType, keyColumns: Seq[String]) extends Ser
     PackTuples(keyColumns, tuples.queryExecution.analyzed))
 
   /** The tuples of packed rows, read back column by column ([[PackFormat]]): InternalRows of
-   *  `input` over the packs' arrays. */
-  def unpack(packs: Iterator[Row]): Array[InternalRow] = {
+   *  `input` over the packs' arrays, in arrival order when `arrival` (the ordinals of the
+   *  arrival order's keys, all longs: [[ArrivalOrder.longKeys]]) is given and they hold no
+   *  NULL. The second value says whether they are in that order. Sorting the keys' arrays
+   *  before any row exists makes a row per tuple once, in its place. */
+  def unpack(packs: Iterator[Row], arrival: Array[Int]): (Array[InternalRow], Boolean) = {
     val read = packs.map(pack => PackFormat.read(layout, pack.getAs[Array[Byte]](pack.length - 1)))
       .toArray
-    val tuples = new Array[InternalRow](read.iterator.map(_.count).sum)
-    var at = 0
-    read.foreach { columns =>
-      var i = 0
-      while (i < columns.count) { tuples(at) = new PackedRow(columns, i); at += 1; i += 1 }
+    val n = read.iterator.map(_.count).sum
+    val tuples = new Array[InternalRow](n)
+    val keys = arrivalKeys(read, arrival, n)
+    if (keys == null) {
+      var at = 0
+      read.foreach { columns =>
+        var i = 0
+        while (i < columns.count) { tuples(at) = new PackedRow(columns, i); at += 1; i += 1 }
+      }
+      return (tuples, false)
     }
-    tuples
+    val order = LongKeySort.order(keys, n)
+    // Tuple g of the batch is tuple g - start(p) of pack p = packOf(g).
+    val packOf = new Array[Int](n)
+    val start = new Array[Int](read.length)
+    var at = 0
+    read.indices.foreach { p =>
+      start(p) = at
+      java.util.Arrays.fill(packOf, at, at + read(p).count, p)
+      at += read(p).count
+    }
+    var j = 0
+    while (j < n) {
+      val g = order(j)
+      val p = packOf(g)
+      tuples(j) = new PackedRow(read(p), g - start(p))
+      j += 1
+    }
+    (tuples, true)
+  }
+
+  /** The arrival keys of every tuple, pack after pack, or null when they cannot be sorted as
+   *  longs (no such keys, or a NULL among them). */
+  private def arrivalKeys(read: Array[PackFormat.Columns], arrival: Array[Int], n: Int)
+      : Array[Array[Long]] = {
+    if (arrival.isEmpty || read.exists(c => arrival.exists(k => c.longs(k) == null ||
+      c.nulls(k) != null))) return null
+    arrival.map { k =>
+      val all = new Array[Long](n)
+      var at = 0
+      read.foreach { c => System.arraycopy(c.longs(k), 0, all, at, c.count); at += c.count }
+      all
+    }
   }
 }

@@ -1,5 +1,6 @@
 package io.sqlext.streaming
 
+import io.sqlext.execution.ArrivalOrder
 import io.sqlext.window._
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.{Encoders, Row}
@@ -37,6 +38,7 @@ class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema:
   @transient private var tick: ValueState[Long] = _
 
   private val order = MicroBatchOrder.ofInternalRows(spec, input, counters)
+  private val arrivalKeys = ArrivalOrder.longKeys(spec, input)
   private val markerIndex = input.fieldNames.indexOf(WindowSpec.PunctColumn)
   private val unwindowable = WindowProcessor.unwindowable(input)
   private val tickPeriod = spec.tickPeriod
@@ -84,7 +86,8 @@ class WholeWindowProcessor(spec: WindowSpec, input: StructType, partitionSchema:
     var skipped = 0L
     val known = new java.util.HashMap[UnsafeRow, Row]()
     if (keyColumns.nonEmpty) keys.foreach(k => known.put(keyRows.internal(k), k))
-    order.sorted(packing.unpack(packs)).foreach { row =>
+    val (tuples, inOrder) = packing.unpack(packs, arrivalKeys)
+    order.sorted(tuples, inOrder).foreach { row =>
       if (markerIndex >= 0 && !row.isNullAt(markerIndex) && row.getBoolean(markerIndex)) {
         window.punctuate(now)(emit)
       } else if (unwindowable(row)) skipped += 1

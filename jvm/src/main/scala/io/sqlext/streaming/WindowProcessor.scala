@@ -1,6 +1,6 @@
 package io.sqlext.streaming
 
-import io.sqlext.execution.ReplayLayout
+import io.sqlext.execution.{ArrivalOrder, ReplayLayout}
 import io.sqlext.window._
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.{Encoders, Row}
@@ -32,6 +32,7 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
   @transient private var policy: ValueState[Row] = _
 
   private val order = MicroBatchOrder.ofInternalRows(spec, input, counters)
+  private val arrivalKeys = ArrivalOrder.longKeys(spec, input)
   private val emitter = WindowProcessor.emitterFor(spec, input, metaNames)
   private val rows = new ExternalRows(input)
   private val unwindowable = WindowProcessor.unwindowable(input)
@@ -58,7 +59,8 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
     var skipped = 0L
     var inserted = false
     val files = new FileEnds(input)
-    order.sorted(packing.unpack(packs)).foreach { row =>
+    val (tuples, inOrder) = packing.unpack(packs, arrivalKeys)
+    order.sorted(tuples, inOrder).foreach { row =>
       if (unwindowable(row)) skipped += 1
       else {
         if (files.endsBefore(row)) window.punctuate(now)(emit)
