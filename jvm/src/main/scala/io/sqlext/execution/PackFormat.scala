@@ -197,6 +197,9 @@ object PackFormat {
     }
   }
 
+  /** The number of tuples in a pack's bytes. */
+  def count(bytes: Array[Byte]): Int = Platform.getInt(bytes, Platform.BYTE_ARRAY_OFFSET)
+
   /** The columns of a pack's bytes. */
   def read(layout: Layout, bytes: Array[Byte]): Columns = {
     var at = Platform.BYTE_ARRAY_OFFSET

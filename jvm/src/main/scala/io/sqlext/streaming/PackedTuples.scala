@@ -4,6 +4,8 @@ import io.sqlext.execution.{ArrivalOrder, LongKeySort, PackFormat}
 import io.sqlext.plans.logical.PackTuples
 import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection
+import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.sqlext.CatalystFrames
 import org.apache.spark.sql.types.StructType
 
@@ -62,6 +64,26 @@ final class PackedTuples(input: StructType, keyColumns: Seq[String]) extends Ser
     }
     (tuples, true)
   }
+
+  /** One partition's tuples packed (as a map task packs them) to be held in state between
+   *  micro-batches: one value per partition, its columns' bytes, instead of a Row per tuple. */
+  def hold(tuples: scala.collection.IndexedSeq[InternalRow]): Array[Byte] = {
+    val writer = new PackFormat.Writer(layout, keyOf(tuples.head).copy(), restOf)
+    tuples.foreach(writer.add)
+    writer.result()
+  }
+
+  /** Tuples held by `hold`, in their order. */
+  def unhold(bytes: Array[Byte]): IndexedSeq[InternalRow] = {
+    val columns = PackFormat.read(layout, bytes)
+    IndexedSeq.tabulate(columns.count)(i => new PackedRow(columns, i))
+  }
+
+  @transient private lazy val attributes = DataTypeUtils.toAttributes(input)
+  @transient private lazy val keyOf =
+    UnsafeProjection.create(layout.keys.map(attributes(_)).toSeq, attributes)
+  @transient private lazy val restOf =
+    UnsafeProjection.create(layout.rest.map(attributes(_)).toSeq, attributes)
 
   /** The arrival keys of every tuple, pack after pack, or null when they cannot be sorted as
    *  longs (no such keys, or a NULL among them). */

@@ -28,8 +28,15 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
     counters: StreamCounters, packing: PackedTuples)
     extends StatefulProcessor[Row, Row, Row] with Logging {
 
+  /** The partition's tuples, packed as a micro-batch's are ([[PackedTuples.hold]]): one value
+   *  per partition, read and written whole. */
+  @transient private var held: ValueState[Array[Byte]] = _
+  /** The tuples as checkpoints written before `held` keep them (one Row each), read once. */
   @transient private var tuples: ListState[Row] = _
   @transient private var policy: ValueState[Row] = _
+  /** Whether the partition being processed had held tuples, in either form, when loaded. */
+  @transient private var hadHeld = false
+  @transient private var hadRows = false
 
   private val order = MicroBatchOrder.ofInternalRows(spec, input, counters)
   private val arrivalKeys = ArrivalOrder.longKeys(spec, input)
@@ -42,6 +49,7 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
   private val ageLimitMs: Long = WindowProcessor.ageMs(spec)
 
   override def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
+    held = getHandle.getValueState[Array[Byte]]("held", Encoders.BINARY, TTLConfig.NONE)
     tuples = getHandle.getListState[Row]("tuples", Encoders.row(input), TTLConfig.NONE)
     policy = getHandle.getValueState[Row]("policy", Encoders.row(WindowProcessor.PolicySchema),
       TTLConfig.NONE)
@@ -115,17 +123,24 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
     // A new partition's first tick is the next multiple of the period after now.
     val window = WindowProcessor.newWindow(spec, input,
       WindowProcessor.tickOrigin(tickPeriod, nextTick, now), eviction = None)
+    hadHeld = false
+    hadRows = false
     saved.foreach { p =>
-      window.restore(key, PartitionState(tuples.get().map(rows.internal).toIndexedSeq, p.getLong(0),
-        p.getBoolean(1), p.getLong(2), if (p.isNullAt(3)) None else Some(p.getDouble(3)),
-        p.getSeq[Long](5).toIndexedSeq))
+      hadHeld = held.exists()
+      val restored = if (hadHeld) packing.unhold(held.get())
+        else tuples.get().map(rows.internal).toIndexedSeq
+      hadRows = !hadHeld && restored.nonEmpty
+      window.restore(key, PartitionState(restored, p.getLong(0), p.getBoolean(1), p.getLong(2),
+        if (p.isNullAt(3)) None else Some(p.getDouble(3)), p.getSeq[Long](5).toIndexedSeq))
     }
     (window, ArrayBuffer.empty[Row], saved.map(_.getLong(6)).getOrElse(Long.MinValue))
   }
 
   private def save(key: Row, window: CheckpointedWindow[Row, InternalRow], touchedMs: Long): Unit = {
     val state = window.save(key)
-    if (state.tuples.isEmpty) tuples.clear() else tuples.put(state.tuples.map(rows.external).toArray)
+    if (state.tuples.nonEmpty) held.update(packing.hold(state.tuples))
+    else if (hadHeld) held.clear()
+    if (hadRows) tuples.clear()
     policy.update(Row(state.firings, state.full, state.counter, state.reference.orNull,
       window.nextTickAt, state.stamps, touchedMs))
     if (tickPeriod > 0 && state.tuples.nonEmpty && window.nextTickAt != Long.MaxValue) {

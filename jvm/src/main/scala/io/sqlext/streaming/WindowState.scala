@@ -96,6 +96,16 @@ private class WindowState(session: SparkSession, spec: WindowSpec, partitions: S
   private def stateVar(name: String): DataFrame =
     session.read.format("statestore").option("stateVarName", name).load(checkpoint)
 
+  /** Tuples per key of the packed `held` state ([[PackedTuples.hold]]); None for a checkpoint
+   *  that has none (last run before tuples were packed). */
+  private def heldCounts: Option[DataFrame] = {
+    val held = try stateVar("held") catch {
+      case scala.util.control.NonFatal(_) => return None // not defined in that checkpoint
+    }
+    val tuples = udf((bytes: Array[Byte]) => io.sqlext.execution.PackFormat.count(bytes))
+    Some(held.select(col("key"), tuples(col("value.value")).cast(LongType).as("tuples")))
+  }
+
   private def timers: DataFrame =
     session.read.format("statestore").option("readRegisteredTimers", "true").load(checkpoint)
       .groupBy("key").agg(min("expiration_timestamp_ms").as("timer_ms"))
@@ -164,9 +174,11 @@ private class WindowState(session: SparkSession, spec: WindowSpec, partitions: S
         lit(null).cast(TimestampType).as("next_timer")): _*))
   }
 
-  /** TUMBLING/SLIDING per partition: its tuples (a list) and its policy state. */
+  /** TUMBLING/SLIDING per partition: its tuples (packed, or a list in checkpoints written
+   *  before they were packed) and its policy state. */
   private def partitionWindows: DataFrame = {
-    val counts = stateVar("tuples").groupBy("key").agg(count(lit(1)).as("tuples"))
+    val listed = stateVar("tuples").groupBy("key").agg(count(lit(1)).as("tuples"))
+    val counts = heldCounts.map(listed.unionByName(_)).getOrElse(listed)
     val policy = stateVar("policy")
     val keyed = if (spec.usesClock) policy.join(timers, Seq("key"), "left")
       else policy.withColumn("timer_ms", lit(null).cast(LongType))
