@@ -51,6 +51,10 @@ object PackFormat {
       case Ints => 4
       case _ => 1
     }
+    /** The array columns' kinds, in their order, and their bytes per tuple before encoding. */
+    val arrayKinds: Array[Int] = arrays.map(kinds)
+    val arrayBooleans: Array[Boolean] = arrays.map(input(_) == BooleanType)
+    val arrayWidth: Int = arrays.map(width).sum
   }
 
   /** One key's tuples so far (map side): each array column's values and NULL bitmap, and the
@@ -71,29 +75,30 @@ object PackFormat {
     private var restBytes: Array[Byte] = if (layout.rest.nonEmpty) new Array[Byte](1024) else null
     private var restUsed = 0
     var count = 0
+    /** Bytes of its tuples as the map task counts what it holds (before encoding). */
+    var added = 0L
 
-    /** Adds a tuple; the bytes it takes. */
+    private val kinds = layout.arrayKinds
+    private val booleans = layout.arrayBooleans
+
+    /** Adds a tuple (a hot path: every tuple of a micro-batch); the bytes it takes. */
     def add(row: InternalRow): Int = {
       if (count == capacity) grow()
-      var size = 0
       var j = 0
       while (j < arrays.length) {
         val i = arrays(j)
         if (row.isNullAt(i)) setNull(j)
-        else layout.kinds(i) match {
+        else kinds(j) match {
           case Longs => longs(j)(count) = row.getLong(i)
           case Doubles => doubles(j)(count) = row.getDouble(i)
           case Ints => ints(j)(count) = row.getInt(i)
           case _ => bytes(j)(count) =
-            if (layout.input(i) == BooleanType) { if (row.getBoolean(i)) 1 else 0 }
-            else row.getByte(i)
+            if (booleans(j)) { if (row.getBoolean(i)) 1 else 0 } else row.getByte(i)
         }
-        size += layout.width(i)
         j += 1
       }
-      if (restBytes != null) size += addRest(restOf(row))
       count += 1
-      size
+      if (restBytes == null) layout.arrayWidth else layout.arrayWidth + addRest(restOf(row))
     }
 
     private def setNull(j: Int): Unit = {
@@ -113,6 +118,25 @@ object PackFormat {
       row.writeToMemory(restBytes, Platform.BYTE_ARRAY_OFFSET + restUsed + 4)
       restUsed = needed
       4 + size
+    }
+
+    /** Empties the pack (after `result`) for the key's next tuples, with arrays of the first
+     *  size again (a key's pack need not keep the memory of its busiest moment). */
+    def reset(): Unit = {
+      count = 0
+      restUsed = 0
+      java.util.Arrays.fill(nulls.asInstanceOf[Array[AnyRef]], null)
+      if (capacity > 64) {
+        capacity = 64
+        var j = 0
+        while (j < arrays.length) {
+          if (longs(j) != null) longs(j) = new Array[Long](capacity)
+          if (doubles(j) != null) doubles(j) = new Array[Double](capacity)
+          if (ints(j) != null) ints(j) = new Array[Int](capacity)
+          if (bytes(j) != null) bytes(j) = new Array[Byte](capacity)
+          j += 1
+        }
+      }
     }
 
     private def grow(): Unit = {

@@ -37,8 +37,10 @@ case class PackTuplesExec(keys: Seq[Attribute], tuples: Attribute, child: SparkP
 object PackTuplesExec {
   /** Tuples of one key per pack at most. */
   val MaxPack = 4096
-  /** Bytes of tuples a task holds unpacked at most (of all keys). */
+  /** Bytes a task holds unpacked at most (its packs' tuples and a share per open pack). */
   val MaxHeldBytes: Long = 64L << 20
+  /** What an open pack costs beyond its tuples (its column arrays before they grow). */
+  private val PackBytes = 2048
 
   private final class Packer(keys: Seq[Attribute], input: Seq[Attribute],
       rows: Iterator[InternalRow]) extends Iterator[InternalRow] {
@@ -50,17 +52,15 @@ object PackTuplesExec {
     private val ready = mutable.Queue.empty[InternalRow]
     private var held = 0L
 
-    // One integral key column (the common case) finds its pack by its long value, without
-    // projecting and hashing a key row per tuple; other keys by their key row.
+    // One integral key column (the common case) finds its pack by its long value in a map of
+    // primitive longs, without projecting, boxing or hashing a key row per tuple; other keys
+    // by their key row.
     private val integralKey: Int =
       if (keys.length == 1 && isIntegral(keyTypes(0))) input.indexOf(keys.head) else -1
-    private val byLong = new java.util.HashMap[java.lang.Long, Pack]()
-    private var nullKey: Pack = _
+    private val byLong = new PacksByLong
+    private var nullKey: Writer = _
     private val keyOf = UnsafeProjection.create(keys, input)
-    private val byRow = new java.util.HashMap[UnsafeRow, Pack]()
-    // The last tuple's pack: a task's rows of one key often come together.
-    private var lastLong = 0L
-    private var last: Pack = _
+    private val byRow = new java.util.HashMap[UnsafeRow, Writer]()
 
     override def hasNext: Boolean = {
       while (ready.isEmpty && rows.hasNext) add(rows.next())
@@ -74,65 +74,44 @@ object PackTuplesExec {
     }
 
     private def add(row: InternalRow): Unit = {
-      val pack = packOf(row)
-      held += pack.writer.add(row)
-      if (pack.writer.count >= MaxPack) {
-        forget(pack)
-        flush(pack)
-      } else if (held >= MaxHeldBytes) flushAll()
-    }
-
-    private def packOf(row: InternalRow): Pack =
-      if (integralKey >= 0) {
-        if (row.isNullAt(integralKey)) {
-          if (nullKey == null) nullKey = newPack(row, 0L)
-          nullKey
-        } else {
-          val value = integralValue(row, integralKey, keyTypes(0))
-          if (last != null && value == lastLong) return last
-          var pack = byLong.get(value)
-          if (pack == null) {
-            pack = newPack(row, value)
-            byLong.put(value, pack)
-          }
-          last = pack
-          lastLong = value
-          pack
-        }
-      } else {
-        val key = keyOf(row)
-        var pack = byRow.get(key)
-        if (pack == null) {
-          pack = newPack(row, 0L)
-          byRow.put(pack.writer.key, pack)
-        }
-        pack
+      var pack = packOf(row)
+      if (pack == null) {
+        pack = new Writer(layout, keyOf(row).copy(), restOf)
+        held += PackBytes
+        if (integralKey < 0) byRow.put(pack.key, pack)
+        else if (row.isNullAt(integralKey)) nullKey = pack
+        else byLong.put(integralValue(row, integralKey, keyTypes(0)), pack)
       }
-
-    private def newPack(row: InternalRow, longKey: Long): Pack =
-      new Pack(new PackFormat.Writer(layout, keyOf(row).copy(), restOf), longKey)
-
-    private def forget(pack: Pack): Unit = {
-      if (pack eq last) last = null
-      if (integralKey < 0) byRow.remove(pack.writer.key)
-      else if (pack eq nullKey) nullKey = null
-      else byLong.remove(pack.longKey)
+      val size = pack.add(row)
+      held += size
+      pack.added += size
+      if (pack.count >= MaxPack) flush(pack) // a key's pack is full: it leaves, and starts over
+      else if (held >= MaxHeldBytes) flushAll()
     }
+
+    /** The key's open pack, or null. */
+    private def packOf(row: InternalRow): Writer =
+      if (integralKey < 0) byRow.get(keyOf(row))
+      else if (row.isNullAt(integralKey)) nullKey
+      else byLong.get(integralValue(row, integralKey, keyTypes(0)))
 
     private def flushAll(): Unit = {
-      byLong.values().forEach(pack => flush(pack))
-      byLong.clear()
+      byLong.foreach(flush)
       Option(nullKey).foreach(flush)
-      nullKey = null
       byRow.values().forEach(pack => flush(pack))
+      byLong.clear()
+      nullKey = null
       byRow.clear()
-      last = null
+      held = 0L
     }
 
-    private def flush(pack: Pack): Unit = {
-      val bytes = pack.writer.result()
-      held -= bytes.length
-      val key = pack.writer.key
+    /** Hands on a pack's tuples, if it has any, and empties it. */
+    private def flush(pack: Writer): Unit = if (pack.count > 0) {
+      val bytes = pack.result()
+      held -= pack.added
+      pack.added = 0L
+      pack.reset()
+      val key = pack.key
       val values = new Array[Any](keyTypes.length + 1)
       var k = 0
       while (k < keyTypes.length) {
@@ -144,8 +123,58 @@ object PackTuplesExec {
     }
   }
 
-  /** A pack being filled, and its key as a long when it is one integral column. */
-  private final class Pack(val writer: PackFormat.Writer, val longKey: Long)
+  private type Writer = PackFormat.Writer
+
+  /** Open packs by a long key: open addressing, linear probing; no removal (cleared whole). */
+  private final class PacksByLong {
+    private var keys = new Array[Long](1024)
+    private var values = new Array[Writer](1024)
+    private var size = 0
+
+    private def slot(key: Long, mask: Int): Int = {
+      val h = key * 0x9E3779B97F4A7C15L // Fibonacci hashing: keys in a row spread out
+      (h ^ (h >>> 32)).toInt & mask
+    }
+
+    def get(key: Long): Writer = {
+      val mask = values.length - 1
+      var i = slot(key, mask)
+      while (values(i) != null) {
+        if (keys(i) == key) return values(i)
+        i = (i + 1) & mask
+      }
+      null
+    }
+
+    def put(key: Long, value: Writer): Unit = {
+      if (2 * (size + 1) > values.length) grow()
+      val mask = values.length - 1
+      var i = slot(key, mask)
+      while (values(i) != null) i = (i + 1) & mask
+      keys(i) = key
+      values(i) = value
+      size += 1
+    }
+
+    private def grow(): Unit = {
+      val (oldKeys, oldValues) = (keys, values)
+      keys = new Array[Long](oldKeys.length * 2)
+      values = new Array[Writer](oldValues.length * 2)
+      size = 0
+      var i = 0
+      while (i < oldValues.length) {
+        if (oldValues(i) != null) put(oldKeys(i), oldValues(i))
+        i += 1
+      }
+    }
+
+    def foreach(f: Writer => Unit): Unit = values.foreach(v => if (v != null) f(v))
+
+    def clear(): Unit = {
+      java.util.Arrays.fill(values.asInstanceOf[Array[AnyRef]], null)
+      size = 0
+    }
+  }
 
   private def isIntegral(dataType: DataType): Boolean = dataType match {
     case LongType | IntegerType | ShortType | ByteType | DateType | TimestampType |

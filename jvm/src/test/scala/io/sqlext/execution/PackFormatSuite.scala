@@ -54,6 +54,23 @@ class PackFormatSuite extends AnyFunSuite {
     assert(back.forall(_.getLong(0) == 42L))
   }
 
+  test("a writer emptied by reset packs the next tuples alone") {
+    val keyRow = UnsafeProjection.create(Array[DataType](LongType))
+      .apply(new GenericInternalRow(Array[Any](1L))).copy()
+    val writer = new PackFormat.Writer(layout, keyRow, UnsafeProjection.create(
+      layout.rest.map(i => BoundReference(i, types(i), nullable = true)).toSeq))
+    def row(n: Int) = new GenericInternalRow(Array[Any](1L, n.toDouble, n.toLong * 1000000L,
+      if (n % 2 == 0) null else n, true, UTF8String.fromString("x"), n.toLong, null, n))
+    (0 until 200).foreach(n => writer.add(row(n)))
+    writer.result()
+    writer.reset()
+    (500 until 503).foreach(n => writer.add(row(n)))
+    val back = PackFormat.read(layout, writer.result())
+    assert(back.count == 3)
+    assert((0 until 3).map(i => new PackedRow(back, i).getDouble(1)) == Seq(500.0, 501.0, 502.0))
+    assert((0 until 3).map(i => new PackedRow(back, i).isNullAt(3)) == Seq(true, false, true))
+  }
+
   test("a pack of one tuple, every value NULL but the key") {
     val row = new GenericInternalRow(Array[Any](7L) ++ Array.fill[Any](types.length - 1)(null))
     val back = roundTrip(Seq(row)).head
