@@ -15,9 +15,10 @@ import scala.collection.mutable.ArrayBuffer
  * state machines as batch (semantics.md sections 2-5). Per micro-batch the partition's saved
  * state is put back into a fresh machine, the batch's tuples (packed per map task and read in
  * place, in Spark's internal form: [[PackedTuples]]) go in in arrival order (ORDER BY, then the
- * source's order: [[MicroBatchOrder]]), and the state is saved again: tuples in a list state
- * (as Rows), the policy state (window number, initial-full flag, trigger counter, delta
- * reference, TIME stamps and next tick) in a value state. Both live in Spark's checkpointed
+ * source's order: [[MicroBatchOrder]]), and the state is saved again: the open tuples packed
+ * in one value state ([[PackedTuples.hold]]; older checkpoints kept a Row each in a list state,
+ * read once), the policy state (window number, initial-full flag, trigger counter, delta
+ * reference, TIME stamps and next tick) in another. Both live in Spark's checkpointed
  * state store, so a restart resumes the window where it was (section 8).
  *
  * TIME policies read the wall clock: the batch's processing time, and processing-time timers at
