@@ -112,6 +112,29 @@ def test_streaming_equals_batch_however_cut(spark, tmp_path_factory, window, ord
     assert stream["out_of_order_rows"] == 0
 
 
+# TUMBLING PUNCT() over partial aggregates: without ORDER BY its windows are computed from
+# per-file partials (io.sqlext.streaming.FilePunctInput), with ORDER BY from the tuples.
+PUNCT_PARTIALS = ("SELECT k, WINDOW_ID() AS w, WINDOW_EVENT() AS e, PANE_START() AS s, "
+                  "PANE_END() AS t, PANE_TIMING() AS pt, PANE_INDEX() AS i, COUNT(*) AS n, "
+                  "SUM(v) AS total, MIN(id) AS lo, MAX(id) AS hi, SUM(id * 2 + 1) AS odd "
+                  "FROM {source} WINDOW TUMBLING PUNCT() OVER (PARTITION BY k{order})")
+
+
+@settings(max_examples=int(os.environ.get("SQL_EXT_CUT_EXAMPLES", "6")), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(ordered=st.booleans(), cut=cut_stream())
+def test_file_punct_partials_equal_batch_however_cut(spark, tmp_path_factory, ordered, cut):
+    """PUNCT() windows of partial aggregates (window numbers, events and pane functions too)
+    equal the batch query's however the appends (one or two files each) are cut into runs and
+    micro-batches."""
+    appends, runs, max_files = cut
+    query = lambda source: PUNCT_PARTIALS.format(source=source,  # noqa: E731
+                                                 order=" ORDER BY o" if ordered else "")
+    source, sink, got = _stream_cut(spark, tmp_path_factory, appends, runs, max_files, query)
+    assert got == _rows(spark.sql(query(source)))
+    assert stream_status(spark, sink)["out_of_order_rows"] == 0
+
+
 # WATERMARK BY: rows of key 'c' with v > 8 are markers (watermark id - 3), the others tuples
 # with an event time near their id, so some arrive late, re-fire their panes or are dropped.
 MARKERS = ("SELECT k, WINDOW_ID() AS w, PANE_INDEX() AS i, ARRAY_SORT(COLLECT_LIST(id)) AS ids, "

@@ -35,7 +35,8 @@ object StreamingWindows {
     LateRows.schema(input.schema, TimestampType, TimestampType)
 
   /** TUMBLING and SLIDING: one state machine per partition key, or one for the whole window
-   *  when its events act across partitions (punctuations, PARTITION EVICTION COUNT/TUPLES). */
+   *  when its events act across partitions (punctuations, PARTITION EVICTION COUNT/TUPLES);
+   *  TUMBLING PUNCT() over partial aggregates in file order: per-file partials. */
   private def partitions(input: DataFrame, spec: WindowSpec, counters: StreamCounters)
       : DataFrame = {
     val schema = input.schema
@@ -52,6 +53,14 @@ object StreamingWindows {
       StructType(spec.partitionColumns.map(c => schema(c)) ++ firingColumns ++
         new FiringPartials(spec, schema, spec.partitionColumns).schema)
     } else StructType(schema.fields ++ firingColumns)
+    if (FilePunctInput.applies(spec, schema)) {
+      val combined = FilePunctInput.combined(input, spec)
+      return grouped(combined, spec.partitionColumns)
+        .transformWithState(new FilePunctProcessor(spec, schema, metaNames,
+          spec.partitionColumns.length + 1), TimeMode.None(), OutputMode.Append())(
+          Encoders.row(output))
+        .toDF()
+    }
     // Processing-time mode makes Spark run a batch on every trigger, data or not: only TIME
     // policies and AGE eviction, which need its timers, pay for it.
     val timeMode = if (spec.usesClock) TimeMode.ProcessingTime() else TimeMode.None()
