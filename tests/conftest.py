@@ -1,5 +1,6 @@
 """One real SparkSession (with the real extension jar and Delta) for the whole test run."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -15,8 +16,16 @@ def spark(tmp_path_factory):
     warehouse = tmp_path_factory.mktemp("warehouse")
     # One JVM serves a worker's half of the suite (hundreds of streams, Delta logs, state
     # stores): 2 GB, not Spark's default 1 GB, so the run does not depend on which tests share it.
-    session = sql_ext.session(warehouse=warehouse, conf={"spark.sql.shuffle.partitions": "2",
-                                                         "spark.driver.memory": "2g"})
+    # It runs for the whole suite, so it keeps Spark's default compilers (C2): the C1-only
+    # setting of `dev.sh test` (SPARK_CONF_DIR) is for the JVMs that tests start and stop.
+    test_conf = os.environ.pop("SPARK_CONF_DIR", None)
+    try:
+        session = sql_ext.session(warehouse=warehouse,
+                                  conf={"spark.sql.shuffle.partitions": "2",
+                                        "spark.driver.memory": "2g"})
+    finally:
+        if test_conf is not None:
+            os.environ["SPARK_CONF_DIR"] = test_conf
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
