@@ -1,6 +1,6 @@
 package io.sqlext.streaming
 
-import io.sqlext.window.{Firing, PaneFiring, WindowSpec}
+import io.sqlext.window.{Firing, WindowSpec}
 import org.apache.spark.sql.{Encoders, Row}
 import org.apache.spark.sql.streaming._
 import org.apache.spark.sql.types.StructType
@@ -55,13 +55,7 @@ class FilePunctProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[Str
     out.result().iterator
   }
 
-  /** A flush's column values, as [[WindowProcessor.metaValues]] gives them; without ORDER BY
-   *  a window has no PANE_START or PANE_END value. */
-  private def meta(windowId: Long): Seq[Any] = metaNames.map {
-    case WindowSpec.FireColumn | "__sx_wid" => windowId
-    case "__sx_pstart" | "__sx_pend" => null
-    case "__sx_timing" => PaneFiring.OnTime
-    case "__sx_pidx" => 0L
-    case "__sx_event" => Firing.Flush
-  }
+  /** A flush's column values; without ORDER BY a window has no PANE_START or PANE_END. */
+  private def meta(windowId: Long): Seq[Any] =
+    WindowProcessor.metaValues(metaNames, windowId, Firing.Flush, null, null)
 }

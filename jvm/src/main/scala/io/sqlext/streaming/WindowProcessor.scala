@@ -160,9 +160,10 @@ object WindowProcessor {
     val orderIndex = input.fieldNames.indexOf(WindowSpec.OrderColumn)
     val orderValue = if (orderIndex < 0) null
       else new ExternalRows.OfValue(input(orderIndex).dataType)
-    def meta(f: Firing[Row, InternalRow]) = metaValues(f, metaNames, t =>
-      if (orderIndex < 0 || t.isNullAt(orderIndex)) null
-      else orderValue.external(t.get(orderIndex, input(orderIndex).dataType)))
+    def order(t: InternalRow) = if (orderIndex < 0 || t.isNullAt(orderIndex)) null
+      else orderValue.external(t.get(orderIndex, input(orderIndex).dataType))
+    def meta(f: Firing[Row, InternalRow]) =
+      metaValues(metaNames, f.windowId, f.event, order(f.tuples.head), order(f.tuples.last))
     if (FiringPartials.enabled(spec)) {
       val partials = new FiringPartials(spec, input, spec.partitionColumns)
       val keyed = spec.partitionColumns.nonEmpty
@@ -219,16 +220,17 @@ object WindowProcessor {
       eviction)
   }
 
-  /** A firing's column values; `orderValue` reads a tuple's ORDER BY value (as a Row holds it). */
-  def metaValues(f: Firing[Row, InternalRow], metaNames: Seq[String],
-      orderValue: InternalRow => Any): Seq[Any] =
+  /** A firing's column values: its window number, event, and the ORDER BY values (as a Row
+   *  holds them) of its first and last tuple, read only when asked for. */
+  def metaValues(metaNames: Seq[String], windowId: Long, event: String, first: => Any,
+      last: => Any): Seq[Any] =
     metaNames.map {
-      case WindowSpec.FireColumn | "__sx_wid" => f.windowId
-      case "__sx_pstart" => orderValue(f.tuples.head)
-      case "__sx_pend" => orderValue(f.tuples.last)
+      case WindowSpec.FireColumn | "__sx_wid" => windowId
+      case "__sx_pstart" => first
+      case "__sx_pend" => last
       case "__sx_timing" => "ON_TIME"
       case "__sx_pidx" => 0L
-      case "__sx_event" => f.event
+      case "__sx_event" => event
     }
 
   val PolicySchema: StructType = new StructType()
