@@ -4,8 +4,6 @@ import io.sqlext.window.{Family, Policy, WindowSpec}
 import org.apache.spark.sql.{DataFrame, Encoders, Row}
 import org.apache.spark.sql.types._
 
-import scala.collection.mutable
-
 /**
  * TUMBLING PUNCT() with partial aggregates and no ORDER BY, before the shuffle: the tuples of
  * one map task combined per (partition key, file). Without ORDER BY a micro-batch's tuples go
@@ -35,23 +33,13 @@ object FilePunctInput {
       .map(c => tuples.col(s"`$c`")): _*)
     val schema = narrow.schema
     val partials = new FiringPartials(spec, schema, Nil)
-    val output = StructType(keys.map(c => schema(c)) ++
-      (StructField(WindowSpec.FileColumn, LongType, nullable = false) +: partials.schema))
+    val output = PartialsByKey.schema(schema, keys, WindowSpec.FileColumn, partials)
     val keyCount = keys.length
     val file = schema.fieldIndex(WindowSpec.FileColumn)
     narrow.mapPartitions { rows: Iterator[Row] =>
-      // Partition key -> file rank -> partials.
-      val open = mutable.HashMap.empty[Any, mutable.LongMap[Array[Any]]]
-      rows.foreach { row =>
-        val key: Any = if (keyCount == 1) row.get(0)
-          else Row.fromSeq(row.toSeq.take(keyCount)) // (none: the whole window's)
-        val byFile = open.getOrElseUpdate(key, mutable.LongMap.empty[Array[Any]])
-        partials.add(byFile.getOrElseUpdate(row.getLong(file), partials.empty), row)
-      }
-      open.iterator.flatMap { case (key, byFile) =>
-        val keyValues = if (keyCount == 1) Seq(key) else key.asInstanceOf[Row].toSeq
-        byFile.iterator.map { case (rank, values) => Row.fromSeq((keyValues :+ rank) ++ values) }
-      }
+      val open = new PartialsByKey(partials, keyCount) // (no key: the whole window's)
+      rows.foreach(row => open.add(open.of(row), row.getLong(file), row))
+      open.rows
     }(Encoders.row(output)).toDF()
   }
 }

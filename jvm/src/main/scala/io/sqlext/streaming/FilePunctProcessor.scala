@@ -50,8 +50,9 @@ class FilePunctProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[Str
       out += Row.fromSeq((if (keyed) key.toSeq else Nil) ++ meta(windowId) ++ values)
       windowId += 1
     }
-    policy.update(Row(windowId, false, 0L, null, Long.MaxValue, Seq.empty[Long],
-      timers.getCurrentProcessingTimeInMs()))
+    policy.update(WindowProcessor.policyRow(windowId, full = false, counter = 0L,
+      reference = None, nextTick = Long.MaxValue, stamps = Nil,
+      touchedMs = timers.getCurrentProcessingTimeInMs()))
     out.result().iterator
   }
 

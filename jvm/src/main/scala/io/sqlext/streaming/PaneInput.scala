@@ -12,8 +12,6 @@ import org.apache.spark.sql.types._
 import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.util.{LongAccumulator, SerializableConfiguration}
 
-import scala.collection.mutable
-
 /**
  * What reaches the pane processors of a streaming TIME_INTERVAL window, decided before the
  * shuffle with the micro-batch's own watermark ([[BatchWatermark]]): tuples below SPL's drop
@@ -117,8 +115,7 @@ final class PaneInput(
       beats ++ sourceColumns: _*)
     val schema = narrow.schema
     val partials = new FiringPartials(spec, schema, Nil)
-    val output = StructType(keys.map(c => schema(c)) ++
-      (StructField(WindowSpec.FireColumn, LongType, nullable = false) +: partials.schema))
+    val output = PartialsByKey.schema(schema, keys, WindowSpec.FireColumn, partials)
     val (cp, conf, counted) = (checkpoint, hadoopConf, counters)
     val (panes, keyCount) = (geometry, keys.length)
     val toLate = lateRows(tuples.schema, ofSource = true)
@@ -128,8 +125,7 @@ final class PaneInput(
       val w = SplWatermark(panes).ofBatch(cp, conf.value.value)
       val rule = PaneRule(panes)
       val lateOut = lateFile()
-      // Partition key -> pane N -> partials.
-      val open = mutable.HashMap.empty[Any, mutable.LongMap[Array[Any]]]
+      val open = new PartialsByKey(partials, keyCount)
       rows.foreach { row =>
         if (beat >= 0 && row.getBoolean(beat)) () // the idle clock's row: it did its part
         else if (row.isNullAt(time)) counted.notWindowed.add(1)
@@ -140,20 +136,13 @@ final class PaneInput(
             toLate.foreach(late => lateOut.foreach(_.add(late(row.getStruct(row.length - 1), t,
               w))))
           } else {
-            val key: Any = if (keyCount == 1) row.get(0)
-              else Row.fromSeq(row.toSeq.take(keyCount))
-            val byPane = open.getOrElseUpdate(key, mutable.LongMap.empty[Array[Any]])
+            val byPane = open.of(row)
             // None in a gap between panes (period > duration), as in batch.
-            panes.panesOf(t).foreach { n =>
-              partials.add(byPane.getOrElseUpdate(n, partials.empty), row)
-            }
+            panes.panesOf(t).foreach(n => open.add(byPane, n, row))
           }
         }
       }
-      open.iterator.flatMap { case (key, byPane) =>
-        val keyValues = if (keyCount == 1) Seq(key) else key.asInstanceOf[Row].toSeq
-        byPane.iterator.map { case (n, values) => Row.fromSeq((keyValues :+ n) ++ values) }
-      } ++ { lateOut.foreach(_.finish()); Iterator.empty } // the file written meanwhile
+      open.rows ++ { lateOut.foreach(_.finish()); Iterator.empty } // the file written meanwhile
     }(Encoders.row(output)).toDF()
   }
 }

@@ -142,8 +142,8 @@ class WindowProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[String
     if (state.tuples.nonEmpty) held.update(packing.hold(state.tuples))
     else if (hadHeld) held.clear()
     if (hadRows) tuples.clear()
-    policy.update(Row(state.firings, state.full, state.counter, state.reference.orNull,
-      window.nextTickAt, state.stamps, touchedMs))
+    policy.update(WindowProcessor.policyRow(state.firings, state.full, state.counter,
+      state.reference, window.nextTickAt, state.stamps, touchedMs))
     if (tickPeriod > 0 && state.tuples.nonEmpty && window.nextTickAt != Long.MaxValue) {
       getHandle.registerTimer(WindowProcessor.tickTimerMs(window.nextTickAt))
     }
@@ -241,6 +241,11 @@ object WindowProcessor {
     .add("next_tick", LongType, nullable = false)
     .add("stamps", ArrayType(LongType, containsNull = false), nullable = false)
     .add("touched", LongType, nullable = false) // wall clock (ms) of the last insertion
+
+  /** A row of PolicySchema (every writer of the "policy" state goes through here). */
+  def policyRow(firings: Long, full: Boolean, counter: Long, reference: Option[Double],
+      nextTick: Long, stamps: Seq[Long], touchedMs: Long): Row =
+    Row(firings, full, counter, reference.orNull, nextTick, stamps, touchedMs)
 
   /** A DELTA column as a double (numbers as they are, timestamps in microseconds), as batch
    *  replay reads it; the column's type resolved once. */
