@@ -2,6 +2,7 @@
 Spark's beeline over 127.0.0.1."""
 
 import os
+import random
 import re
 import socket
 import subprocess
@@ -20,7 +21,22 @@ EXPECTED = [("A", 0, 9.0), ("A", 1, 27.0), ("B", 0, 12.0), ("B", 1, 30.0)]
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
+    """A free port below the ephemeral range, so that between this check and the server's bind
+    no other socket bound to port 0 (the server's own PySpark accumulator server once was) can
+    take it."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as ports:
+            ephemeral = int(ports.read().split()[0])
+    except OSError:
+        ephemeral = 0
+    for port in random.sample(range(10_000, ephemeral), min(200, max(0, ephemeral - 10_000))):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # no such range here: any free port
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
