@@ -19,7 +19,6 @@ import json
 import os
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pyhive import hive
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # sql_ext, from a checkout
 
 CUSTOMERS = ["ann", "bob", "cyd", "dee", "eve", "fay"]
 ROWS = 240  # seq 0..239, customer seq % 6, cost seq % 17, ts = seq * 7 s
@@ -206,14 +207,7 @@ def report(results: list, wall: float) -> dict:
     return summary
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_server(warehouse: Path, port: int, log: Path) -> subprocess.Popen:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from sql_ext.thrift import wait_for_port
 
     with open(log, "w") as out:
@@ -238,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     mix = [statements(rng) for _ in range(args.statements)]
     shares = [mix[i::args.clients] for i in range(args.clients)]
     with tempfile.TemporaryDirectory(prefix="sql_ext_load_") as work:
+        from sql_ext.thrift import free_port
+
         port, log = free_port(), Path(work) / "server.log"
         server = start_server(Path(work) / "warehouse", port, log)
         try:

@@ -4,6 +4,7 @@ rewriter (py4j callback) is there for every statement a JDBC client sends."""
 from __future__ import annotations
 
 import logging
+import random
 import socket
 import time
 
@@ -17,6 +18,27 @@ def thrift_conf(host: str, port: int) -> dict[str, str]:
     Hive configuration the session started with, so they must be there from the start."""
     return {"spark.hadoop.hive.server2.thrift.bind.host": host,
             "spark.hadoop.hive.server2.thrift.port": str(port)}
+
+
+def free_port() -> int:
+    """A free port on 127.0.0.1 for a server about to start (tests, benchmarks), below the
+    ephemeral range: between this check and the server's bind no socket bound to port 0 (the
+    server's own PySpark accumulator server once was) can take it."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as ports:
+            ephemeral = int(ports.read().split()[0])
+    except OSError:
+        ephemeral = 0
+    for port in random.sample(range(10_000, ephemeral), min(200, max(0, ephemeral - 10_000))):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # no such range here: any free port
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def start_thrift_server(spark: SparkSession, host: str = "127.0.0.1", port: int = 10000):

@@ -36,10 +36,10 @@ def thrift_server(tmp_path_factory):
     """A `sql-ext thriftserver` process on its own warehouse, for one test module: its port.
     It serves the UDAFs of tests/udafs/team_aggregates.py (--udafs) to every connection."""
     from test_catalog import _kill, _start_server
-    from test_thrift import _free_port
+    from sql_ext.thrift import free_port
 
     work = tmp_path_factory.mktemp("thrift_server")
-    port = _free_port()
+    port = free_port()
     process = _start_server(work / "warehouse", port, work / "server.log",
                             "--udafs", "udafs.team_aggregates")
     yield port

@@ -11,9 +11,8 @@ import time
 from pathlib import Path
 
 from pyhive import hive
-from test_thrift import _free_port
 
-from sql_ext.thrift import wait_for_port
+from sql_ext.thrift import free_port, wait_for_port
 
 
 def _python(code: str, cwd, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -76,7 +75,7 @@ def test_a_killed_thrift_server_restarts_with_its_tables(tmp_path):
     killed with SIGKILL and started again, and in the next process on the warehouse (started
     from another directory); opening and closing JDBC sessions is fast (no metastore
     retries); the metastore and its log live in the warehouse, not the working directory."""
-    warehouse, port, log = tmp_path / "warehouse", _free_port(), tmp_path / "server.log"
+    warehouse, port, log = tmp_path / "warehouse", free_port(), tmp_path / "server.log"
     process = _start_server(warehouse, port, log)
     try:
         with hive.connect(host="127.0.0.1", port=port) as conn:

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 from pyhive import hive
 
-from sql_ext.thrift import wait_for_port
-from test_thrift import _free_port
+from sql_ext.thrift import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[1]
 JOB = Path(__file__).resolve().parent / "deploy_job.py"
@@ -123,7 +122,7 @@ class StandaloneCluster:
 
     def __init__(self, folder: Path, env: dict):
         self.folder, self.env, self.processes = folder, env, []
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"spark://127.0.0.1:{self.port}"
 
     def _start(self, name: str, *args: str) -> None:
@@ -134,7 +133,7 @@ class StandaloneCluster:
 
     def start(self) -> "StandaloneCluster":
         self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                    "--port", str(self.port), "--webui-port", str(_free_port()))
+                    "--port", str(self.port), "--webui-port", str(free_port()))
         try:
             wait_for_port("127.0.0.1", self.port, timeout=120)
         except TimeoutError:
@@ -144,7 +143,7 @@ class StandaloneCluster:
             work.mkdir()
             self._start(f"worker{n}", "org.apache.spark.deploy.worker.Worker", "--host",
                         "127.0.0.1", "--cores", "1", "--memory", "1g", "--work-dir", str(work),
-                        "--webui-port", str(_free_port()), self.url)
+                        "--webui-port", str(free_port()), self.url)
         deadline = time.monotonic() + 120
         while (self.folder / "master.log").read_text().count("Registering worker") < 2:
             assert time.monotonic() < deadline, (self.folder / "master.log").read_text()[-3000:]
@@ -207,7 +206,7 @@ def test_standalone_cluster_and_spark_submit(tmp_path, worker_python):
 def served_rows(command: list, env: dict, cwd: Path, *statements: str) -> list:
     """Starts the Thrift server `command` on a free port, runs `statements` through PyHive and
     stops it: the last statement's rows, sorted."""
-    port = _free_port()
+    port = free_port()
     with open(cwd / "server.log", "w") as log:
         server = subprocess.Popen([*command, "--port", str(port)], stdout=log,
                                   stderr=subprocess.STDOUT, env=env, cwd=cwd,

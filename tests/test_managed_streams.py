@@ -9,8 +9,8 @@ import time
 
 import pytest
 from pyhive import hive
+from sql_ext.thrift import free_port
 from test_catalog import _kill, _python, _start_server
-from test_thrift import _free_port
 
 COUNTS = ("SELECT k, WINDOW_ID() AS w, COUNT(*) AS n, MIN(seq) AS lo, MAX(seq) AS hi "
           "FROM {source} WINDOW TUMBLING COUNT({size}) OVER (PARTITION BY k ORDER BY seq)")
@@ -52,7 +52,7 @@ def _table_equals_batch(cursor, table: str, source: str, size: int = 3) -> bool:
 
 
 def test_a_continuous_streaming_table_survives_a_killed_server(tmp_path):
-    warehouse, port, log = tmp_path / "warehouse", _free_port(), tmp_path / "server.log"
+    warehouse, port, log = tmp_path / "warehouse", free_port(), tmp_path / "server.log"
     process = _start_server(warehouse, port, log)
     try:
         with hive.connect(host="127.0.0.1", port=port) as conn:

@@ -2,9 +2,7 @@
 Spark's beeline over 127.0.0.1."""
 
 import os
-import random
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,37 +11,16 @@ import pyspark
 import pytest
 from pyhive import hive
 
-from sql_ext.thrift import wait_for_port
+from sql_ext.thrift import free_port, wait_for_port
 
 WINDOWED = ("SELECT customer, WINDOW_ID() AS n, SUM(cost) AS total FROM thrift_orders "
             "WINDOW TUMBLING COUNT(3) OVER (PARTITION BY customer ORDER BY seq)")
 EXPECTED = [("A", 0, 9.0), ("A", 1, 27.0), ("B", 0, 12.0), ("B", 1, 30.0)]
 
 
-def _free_port() -> int:
-    """A free port below the ephemeral range, so that between this check and the server's bind
-    no other socket bound to port 0 (the server's own PySpark accumulator server once was) can
-    take it."""
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as ports:
-            ephemeral = int(ports.read().split()[0])
-    except OSError:
-        ephemeral = 0
-    for port in random.sample(range(10_000, ephemeral), min(200, max(0, ephemeral - 10_000))):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    with socket.socket() as s:  # no such range here: any free port
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("thrift") / "server.log"
     warehouse = tmp_path_factory.mktemp("thrift_warehouse")
     with open(log, "w") as out:
@@ -128,7 +105,7 @@ def test_a_hive_session_without_the_thrift_address_is_refused_at_once(spark):
     address fixed at session start, so starting one on another port is refused, not awaited."""
     from sql_ext.thrift import start_thrift_server
 
-    port = _free_port()
+    port = free_port()
     with pytest.raises(ValueError, match=r"fixed when the session starts \(unset:unset\), not "
                                          rf"127.0.0.1:{port}: build it with conf=sql_ext"):
         start_thrift_server(spark, "127.0.0.1", port)

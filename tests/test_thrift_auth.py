@@ -13,10 +13,9 @@ import pyspark
 import pytest
 from pyhive import hive
 from test_catalog import _kill
-from test_thrift import _free_port
 
 from sql_ext.auth import hash_line, set_password
-from sql_ext.thrift import wait_for_port
+from sql_ext.thrift import free_port, wait_for_port
 
 WINDOWED = ("SELECT k, WINDOW_ID() AS w, COUNT(*) AS n FROM VALUES ('a'), ('a'), ('b'), ('a') "
             "AS t(k) WINDOW TUMBLING COUNT(2) OVER (PARTITION BY k)")
@@ -33,7 +32,7 @@ def secured(tmp_path_factory):
     assert added.returncode == 0, added.stderr
     set_password(passwords, "bob", "other")
     assert oct(passwords.stat().st_mode & 0o777) == "0o600"
-    port = _free_port()
+    port = free_port()
     with open(work / "server.log", "w") as log:
         process = subprocess.Popen(
             [*cli, "thriftserver", "--port", str(port), "--warehouse", str(work / "warehouse"),

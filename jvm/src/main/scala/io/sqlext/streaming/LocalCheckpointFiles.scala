@@ -31,9 +31,11 @@ import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileMana
  */
 class LocalCheckpointFiles(path: Path, hadoopConf: Configuration) extends CheckpointFileManager {
 
-  private val local: Option[RawLocalFileSystem] = path.getFileSystem(hadoopConf) match {
-    case fs: LocalFileSystem => Some(fs.getRaw.asInstanceOf[RawLocalFileSystem])
-    case fs: RawLocalFileSystem => Some(fs)
+  private val fs = path.getFileSystem(hadoopConf)
+
+  private val local: Option[RawLocalFileSystem] = fs match {
+    case checksummed: LocalFileSystem => Some(checksummed.getRaw.asInstanceOf[RawLocalFileSystem])
+    case raw: RawLocalFileSystem => Some(raw)
     case _ => None
   }
 
@@ -43,19 +45,19 @@ class LocalCheckpointFiles(path: Path, hadoopConf: Configuration) extends Checkp
 
   override def createAtomic(path: Path, overwriteIfPossible: Boolean)
       : CancellableFSDataOutputStream = local match {
-    case Some(fs) => LocalCheckpointFiles.atomicFile(fs.pathToFile(path), overwriteIfPossible)
+    case Some(raw) => LocalCheckpointFiles.atomicFile(raw.pathToFile(path), overwriteIfPossible)
     case None => delegate.createAtomic(path, overwriteIfPossible)
   }
 
   override def mkdirs(path: Path): Unit = local match {
-    case Some(fs) => Files.createDirectories(fs.pathToFile(path).toPath)
+    case Some(raw) => Files.createDirectories(raw.pathToFile(path).toPath)
     case None => delegate.mkdirs(path)
   }
 
   override def createCheckpointDirectory(): Path = local match {
-    case Some(fs) =>
-      Files.createDirectories(fs.pathToFile(path).toPath)
-      path.getFileSystem(hadoopConf).makeQualified(path)
+    case Some(raw) =>
+      Files.createDirectories(raw.pathToFile(path).toPath)
+      fs.makeQualified(path)
     case None => delegate.createCheckpointDirectory()
   }
 
