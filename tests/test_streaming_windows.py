@@ -3,8 +3,11 @@ the streaming table compared with the batch query over the same recorded input (
 arrival number), for every deterministic policy; restarts resume the window state."""
 
 import itertools
+import json
 import re
 import time
+from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -154,10 +157,46 @@ def _wait_for_phase(period: float, low: float, high: float) -> None:
     _wait(lambda: low <= time.time() % period < high, period + 1, "the clock phase")
 
 
+def _micro_batches(checkpoint: str) -> dict[int, tuple[int, str]]:
+    """Each planned micro-batch's clock (batchTimestampMs in the checkpoint's offset log: the
+    processing time its timers go by) and its Delta source offset, by batch id."""
+    batches = {}
+    for path in (Path(checkpoint) / "offsets").iterdir():
+        if path.name.isdigit():
+            lines = path.read_text().splitlines()
+            delta_offset = next((line for line in lines[2:] if "reservoirVersion" in line), "-")
+            batches[int(path.name)] = (json.loads(lines[1])["batchTimestampMs"], delta_offset)
+    return batches
+
+
+def _batches_that_wrote(spark, table: str) -> list[int]:
+    """The micro-batches whose commits added rows to `table` (the Delta txn version of each)."""
+    location = spark.sql(f"DESCRIBE DETAIL {table}").first()["location"]
+    written = []
+    for commit in sorted((Path(urlparse(location).path) / "_delta_log").glob("*.json")):
+        actions = [json.loads(line) for line in commit.read_text().splitlines() if line]
+        versions = [action["txn"]["version"] for action in actions if "txn" in action]
+        if versions and any("add" in action for action in actions):
+            written.append(versions[0])
+    return written
+
+
+def _assert_fired_by_its_tick(batches, consumed_after: int, fired: int, period_ms: int) -> None:
+    """A TIME window's rows fire in the first micro-batch whose clock reached the tick after
+    the batch that took them in: not before the tick, not a batch later. The batches' own clock
+    (not the test's) is the judge, so a slow machine does not fail it."""
+    consumed = next(b for b in sorted(batches) if b > consumed_after and b - 1 in batches
+                    and batches[b][1] != batches[b - 1][1])
+    tick = (batches[consumed][0] // period_ms + 1) * period_ms
+    assert batches[fired][0] >= tick, f"batch {fired} fired before the tick {tick}"
+    assert batches[fired - 1][0] <= tick, f"batch {fired - 1} was due at {tick} and did not fire"
+
+
 def test_tumbling_time_fires_by_the_clock_and_after_a_restart(spark, tmp_path):
     """TUMBLING TIME(10): the tick fires the window with no new rows (a processing-time timer),
     never before the tick; a tick that fell due while the query was down fires at once on
-    restart, from the window contents in the checkpoint."""
+    restart (the restarted query's first micro-batch at or past it), from the window contents
+    in the checkpoint."""
     spark.sql("CREATE TABLE time_src (id BIGINT, k STRING, v DOUBLE) USING DELTA")
     query = ("SELECT COUNT(*) AS n, MIN(id) AS first, WINDOW_ID() AS w FROM STREAM(time_src) "
              "WINDOW TUMBLING TIME(10)")
@@ -169,29 +208,31 @@ def test_tumbling_time_fires_by_the_clock_and_after_a_restart(spark, tmp_path):
     with pytest.raises(Exception, match="need a running stream: TRIGGER EVERY"):
         create_streaming_table(spark, "time_out", query, checkpoint=checkpoint)
     start()
+    _wait(lambda: (Path(checkpoint) / "offsets" / "0").exists(), what="the first micro-batch")
     _wait_for_phase(10, 0.5, 1.5)
     _append(spark, "time_src", [(1, "a", 1.0), (2, "a", 1.0)])
-    _wait(lambda: (stream_status(spark, "time_out")["rows_in"] or 0) >= 2, what="the first batch")
-    tick = (time.time() // 10 + 1) * 10
-    assert tick - time.time() >= 0.5  # the margin the next check relies on
-    assert _sink_rows(spark, "time_out", columns) == []  # before the tick: nothing
     _wait(lambda: _sink_rows(spark, "time_out", columns), what="the tick")
-    assert time.time() >= tick - 0.5
     assert _sink_rows(spark, "time_out", columns) == [(2, 1, 0)]
+    [first_firing] = _batches_that_wrote(spark, "time_out")
+    _assert_fired_by_its_tick(_micro_batches(checkpoint), 0, first_firing, 10_000)
 
     # Down across a tick: the next window's tuples are in the checkpoint, and fire at restart.
     _wait_for_phase(10, 0.5, 1.5)
     _append(spark, "time_src", [(3, "a", 1.0)])
     _wait(lambda: (stream_status(spark, "time_out")["rows_in"] or 0) >= 3, what="the second batch")
     stop_stream(spark, "time_out")
-    assert _sink_rows(spark, "time_out", columns) == [(2, 1, 0)]
-    tick = (time.time() // 10 + 1) * 10
-    time.sleep(max(0.0, tick - time.time()) + 0.5)  # the query is down past its tick
-    restarted = time.time()
+    assert _sink_rows(spark, "time_out", columns) == [(2, 1, 0)]  # stopped before its tick
+    stopped = _micro_batches(checkpoint)
+    tick = (stopped[max(stopped)][0] // 10_000 + 1) * 10
+    time.sleep(max(0.0, tick - time.time()) + 2.0)  # the query is down past its tick
     start()
     _wait(lambda: len(_sink_rows(spark, "time_out", columns)) == 2, what="the overdue tick")
-    assert time.time() - restarted < 9.5  # before the following tick could have fired it
     assert _sink_rows(spark, "time_out", columns) == [(1, 3, 1), (2, 1, 0)]
+    _, overdue_firing = _batches_that_wrote(spark, "time_out")
+    batches = _micro_batches(checkpoint)
+    _assert_fired_by_its_tick(batches, first_firing, overdue_firing, 10_000)
+    # The previous micro-batch ran before the stop: the restarted query fired the window at once.
+    assert batches[overdue_firing - 1][0] <= max(b[0] for b in stopped.values())
     stop_stream(spark, "time_out")
 
 
