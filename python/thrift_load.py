@@ -149,6 +149,14 @@ def error_text(error: Exception) -> str:
 
 
 def client(port: int, work: list[tuple[str, str, object]], deadline: float, results: list):
+    try:
+        _statements(port, work, deadline, results)
+    except Exception as failure:  # noqa: BLE001 - a broken connection is a failure to report
+        results.append(("connection", None, f"the connection failed: {failure!r}"))
+
+
+def _statements(port: int, work: list[tuple[str, str, object]], deadline: float,
+                results: list) -> None:
     with hive.connect(host="127.0.0.1", port=port) as conn:
         cursor = conn.cursor()
         for kind, sql, expected in work:
@@ -199,8 +207,9 @@ def report(results: list, wall: float) -> dict:
         if kind.endswith("_plain"):
             continue
         plain = summary.get(kind + "_plain")
+        ratio = figures["p50_ms"] / plain["p50_ms"] if plain and plain["p50_ms"] else None
         beside = (f"{kind}_plain: p50 {plain['p50_ms']:.0f} ms, p95 {plain['p95_ms']:.0f} ms "
-                  f"(p50 ratio {figures['p50_ms'] / plain['p50_ms']:.2f})" if plain else "")
+                  f"(p50 ratio {ratio:.2f})" if ratio is not None else "")
         print(f"{kind:<16}{figures['n']:>6}{figures['p50_ms']:>10.0f}{figures['p95_ms']:>10.0f}"
               f"   {beside}")
     print(f"{len(results)} statements in {wall:.1f} s ({len(results) / wall:.1f} per s)")
@@ -247,9 +256,9 @@ def main(argv: list[str] | None = None) -> int:
             for thread in threads:
                 thread.join()
             wall = time.monotonic() - started
-            summary = report(results, wall)
             failures = [(kind, problem) for kind, _, problem in results if problem]
             alive = server.poll() is None and _answers(port)
+            summary = report(results, wall)
         finally:
             os.killpg(server.pid, signal.SIGTERM)
             try:
