@@ -221,9 +221,10 @@ def start_server(warehouse: Path, port: int, log: Path) -> subprocess.Popen:
 
     with open(log, "w") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "sql_ext.cli", "thriftserver", "--port", str(port),
-             "--warehouse", str(warehouse)], stdout=out, stderr=subprocess.STDOUT,
-            cwd=warehouse.parent, start_new_session=True)
+            # -X faulthandler: a crash of the server's Python side leaves its stacks in the log.
+            [sys.executable, "-X", "faulthandler", "-m", "sql_ext.cli", "thriftserver",
+             "--port", str(port), "--warehouse", str(warehouse)],
+            stdout=out, stderr=subprocess.STDOUT, cwd=warehouse.parent, start_new_session=True)
     wait_for_port("127.0.0.1", port, timeout=180)
     return process
 
@@ -257,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
                 thread.join()
             wall = time.monotonic() - started
             failures = [(kind, problem) for kind, _, problem in results if problem]
-            alive = server.poll() is None and _answers(port)
+            exit_code = server.poll()
+            alive = exit_code is None and _answers(port)
             summary = report(results, wall)
         finally:
             os.killpg(server.pid, signal.SIGTERM)
@@ -273,7 +275,10 @@ def main(argv: list[str] | None = None) -> int:
                 "statements": len(results), "seconds": round(wall, 1), "latency": summary,
                 "failures": failures, "alive": alive}, indent=1))
         if failures or not alive:
-            print(log.read_text()[-3000:], file=sys.stderr)
+            print(f"server exit code during the run: {exit_code}; its log ends:\n"
+                  f"{log.read_text()[-3000:]}", file=sys.stderr)
+            for crash in Path(work).glob("hs_err_pid*.log"):  # the JVM's own crash report
+                print(crash.read_text()[:3000], file=sys.stderr)
         return 0 if not failures and alive and len(results) == args.statements else 1
 
 

@@ -53,8 +53,16 @@ def thriftserver(args) -> int:
               flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # The JVM that PySpark launched serves every connection: if it dies (a crash, the OOM
+    # killer), this process must not linger as a server that answers nothing; it exits non-zero
+    # so that a supervisor restarts it.
+    jvm = getattr(spark.sparkContext._gateway, "proc", None)
     try:
-        stop.wait()
+        while not stop.wait(2.0):
+            if jvm is not None and jvm.poll() is not None:
+                print(f"sql-ext Thrift server: its JVM exited with code {jvm.returncode}; "
+                      "the server stops", file=sys.stderr, flush=True)
+                return 1
     except KeyboardInterrupt:
         pass
     return 0

@@ -121,6 +121,39 @@ def test_a_killed_thrift_server_restarts_with_its_tables(tmp_path):
         assert not (folder / "metastore_db").exists() and not (folder / "derby.log").exists()
 
 
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (from /proc)."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        if parent == pid:
+            children.append(int(stat.parent.name))
+    return children
+
+
+def test_a_server_whose_jvm_dies_exits_non_zero(tmp_path):
+    """The JVM behind `sql-ext thriftserver` killed (a crash, the OOM killer): the server does
+    not linger answering nothing; it says so and exits 1, so a supervisor restarts it."""
+    port, log = free_port(), tmp_path / "server.log"
+    process = _start_server(tmp_path / "warehouse", port, log)
+    try:
+        deadline = time.monotonic() + 60
+        while "resumed " not in log.read_text():  # started whole: it now only serves
+            assert time.monotonic() < deadline and process.poll() is None, log.read_text()[-3000:]
+            time.sleep(0.2)
+        [jvm] = [pid for pid in _children(process.pid)
+                 if b"java" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        os.kill(jvm, signal.SIGKILL)
+        assert process.wait(timeout=60) == 1, log.read_text()[-3000:]
+        assert "its JVM exited with code -9; the server stops" in log.read_text()
+    finally:
+        if process.poll() is None:
+            _kill(process, port)
+
+
 def test_a_catalog_whose_creation_was_killed_is_created_anew(tmp_path):
     """A process killed while Derby created the embedded catalog leaves metastore_db without
     service.properties; the next process sets it aside (warning) and works, instead of being
