@@ -32,6 +32,7 @@ from pathlib import Path
 from pyhive import hive
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # sql_ext, from a checkout
+from sql_ext.thrift import free_port, wait_for_port  # noqa: E402 - after the path it needs
 
 CUSTOMERS = ["ann", "bob", "cyd", "dee", "eve", "fay"]
 ROWS = 240  # seq 0..239, customer seq % 6, cost seq % 17, ts = seq * 7 s
@@ -217,8 +218,6 @@ def report(results: list, wall: float) -> dict:
 
 
 def start_server(warehouse: Path, port: int, log: Path) -> subprocess.Popen:
-    from sql_ext.thrift import wait_for_port
-
     with open(log, "w") as out:
         process = subprocess.Popen(
             # -X faulthandler: a crash of the server's Python side leaves its stacks in the log.
@@ -242,8 +241,6 @@ def main(argv: list[str] | None = None) -> int:
     mix = [statements(rng) for _ in range(args.statements)]
     shares = [mix[i::args.clients] for i in range(args.clients)]
     with tempfile.TemporaryDirectory(prefix="sql_ext_load_") as work:
-        from sql_ext.thrift import free_port
-
         port, log = free_port(), Path(work) / "server.log"
         server = start_server(Path(work) / "warehouse", port, log)
         try:
