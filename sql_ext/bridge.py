@@ -82,7 +82,7 @@ def _jvm(spark: SparkSession):
 
 def partial_aggregate_kinds(spark: SparkSession, facts: list[dict]) -> str | None:
     """PartialAggregates' decision (shared with the batch rule) for the aggregates `facts`."""
-    return _jvm(spark).io.sqlext.optimizer.PartialAggregates.kindsJson(json.dumps(facts))
+    return _jvm(spark).io.sqlext.aggregate.PartialAggregates.kindsJson(json.dumps(facts))
 
 
 def stream_firings(spark: SparkSession, tuples: DataFrame, spec: dict, checkpoint: str,

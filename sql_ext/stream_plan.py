@@ -75,20 +75,23 @@ def check_streaming(lowered: LoweredWindow, trigger: str | float) -> None:
                     spec["policy_text"])
 
 
-# sqlglot's aggregate classes by the names PartialAggregates (JVM) decides on.
-PARTIAL_FUNCTIONS = {exp.Sum: "sum", exp.Count: "count", exp.Min: "min", exp.Max: "max",
-                     exp.Avg: "avg"}
-
-
 def _transform_aggregation(outer: exp.Select, function) -> None:
-    """Applies `function` (sqlglot's transform) to the parts of the aggregation over the
-    firings that hold aggregates: SELECT list, HAVING, ORDER BY; in place."""
+    """Applies `function` (sqlglot's transform, without copying: it sees `outer`'s own nodes)
+    to the parts of the aggregation over the firings that hold aggregates: SELECT list,
+    HAVING, ORDER BY; in place."""
     for part in ("expressions", "having", "order"):
         value = outer.args.get(part)
         if isinstance(value, list):
-            outer.set(part, [e.transform(function) for e in value])
+            outer.set(part, [e.transform(function, copy=False) for e in value])
         elif value is not None:
-            outer.set(part, value.transform(function))
+            outer.set(part, value.transform(function, copy=False))
+
+
+def _single_argument(node: exp.Expression) -> bool:
+    """An aggregate call of one argument, `this` (SUM(x), not PERCENTILE(x, 0.5))."""
+    return isinstance(node, exp.AggFunc) and node.this is not None and not any(
+        isinstance(value, exp.Expression) or (isinstance(value, list) and value)
+        for key, value in node.args.items() if key != "this")  # flags (big_int) aside
 
 
 def aggregate_inputs(lowered: LoweredWindow) -> None:
@@ -101,8 +104,8 @@ def aggregate_inputs(lowered: LoweredWindow) -> None:
     inputs: list[exp.Expression] = []
 
     def column_for(node: exp.Expression) -> exp.Expression:
-        if type(node) not in PARTIAL_FUNCTIONS or isinstance(node.this, (exp.Column, exp.Star,
-                                                                         exp.Distinct)):
+        if not _single_argument(node) or isinstance(node.this, (exp.Column, exp.Star,
+                                                                   exp.Distinct)):
             return node
         if any(c.name.startswith("__sx_") for c in node.this.find_all(exp.Column)) \
                 or node.this.find(exp.AggFunc, exp.Anonymous) is not None:
@@ -118,53 +121,47 @@ def aggregate_inputs(lowered: LoweredWindow) -> None:
 def partial_aggregates(lowered: LoweredWindow, schema: dict[str, str],
                        spark: SparkSession) -> list | None:
     """Firings reduced to one row each by the window processor, when every aggregate of the
-    query has partials and the query has no GROUP BY of its own: the outer query then merges
-    one partial row per firing. Which aggregates have partials is decided once, in the JVM
+    query has partials and the query has no GROUP BY of its own: the processor hands on each
+    aggregate's value (computed as batch computes it, by Spark's rules), and the outer query
+    reads one row per firing. Which aggregates have partials is decided once, in the JVM
     (PartialAggregates, which the batch rule uses too): here only the facts are gathered.
 
-        SUM(x), AVG(x)  ->  SUM(__sx_a0), TRY_DIVIDE(SUM(__sx_a1), SUM(__sx_a2))
+        SUM(x), AVG(x)  ->  __sx_a0, __sx_a1
 
     Returns [(function, column), ...] and rewrites lowered.outer in place, or None.
     """
     outer = lowered.outer.copy()
     if any(not g.name.startswith("__sx_") for g in outer.args["group"].expressions):
         return None
-    facts = []
+    facts, calls = [], []
     for call in outer.find_all(exp.AggFunc):
         arg = call.this
-        if type(call) not in PARTIAL_FUNCTIONS:
-            return None  # a function the processor has no partial for, whatever the JVM says
         distinct = isinstance(arg, exp.Distinct)
         helper = isinstance(arg, exp.Column) and arg.name.startswith("__sx_") \
             and not arg.name.startswith("__sx_in")
         if isinstance(arg, exp.Star) or distinct:
             input_type = "*"  # COUNT(*); DISTINCT is refused whatever the type
-        elif isinstance(arg, exp.Column) and arg.name in schema and not helper:
+        elif isinstance(arg, exp.Column) and arg.name in schema and not helper \
+                and _single_argument(call):
             input_type = schema[arg.name]
         else:
-            return None  # reads a partition key or an expression left as is
-        facts.append({"function": PARTIAL_FUNCTIONS[type(call)], "type": input_type,
+            return None  # reads a partition key, an expression left as is, several arguments
+        facts.append({"function": call.sql_name().lower(), "type": input_type,
                       "distinct": distinct, "filtered": isinstance(call.parent, exp.Filter)})
+        calls.append(call)
     if not facts or bridge.partial_aggregate_kinds(spark, facts) is None:
         return None
+    columns = {id(call): (fact["function"], "*" if isinstance(call.this, exp.Star)
+                          else call.this.name) for call, fact in zip(calls, facts)}
     partials: list[tuple[str, str]] = []
 
-    def partial(function: str, column: str) -> exp.Expression:
-        partials.append((function, column))
+    def value(node: exp.Expression) -> exp.Expression:
+        if id(node) not in columns:
+            return node
+        partials.append(columns[id(node)])
         return exp.column(f"__sx_a{len(partials) - 1}")
 
-    def merge(node: exp.Expression) -> exp.Expression:
-        if type(node) not in PARTIAL_FUNCTIONS:
-            return node
-        column = "*" if isinstance(node.this, exp.Star) else node.this.name
-        name = PARTIAL_FUNCTIONS[type(node)]
-        if name == "avg":
-            return exp.func("try_divide", exp.Sum(this=partial("sum", column)),
-                            exp.Sum(this=partial("count", column)))
-        merged = exp.Sum if name in ("sum", "count") else type(node)
-        return merged(this=partial(name, column))
-
-    _transform_aggregation(outer, merge)
+    _transform_aggregation(outer, value)
     if _tuple_columns_read(outer):
         return None  # something else reads the tuples (a function sqlglot does not know)
     lowered.outer = _one_row_per_firing(outer)
@@ -172,27 +169,20 @@ def partial_aggregates(lowered: LoweredWindow, schema: dict[str, str],
 
 
 def _one_row_per_firing(outer: exp.Select) -> exp.Select:
-    """The merge of partials without its GROUP BY: the window processor hands on one row per
-    firing, and the groups (partition keys, firing, firing columns) are firings, so each merge
-    reads one row. Spares every micro-batch a shuffle.
+    """The aggregation over the firings without its GROUP BY: the window processor hands on one
+    row per firing with the aggregates' values, and the groups (partition keys, firing, firing
+    columns) are firings. Spares every micro-batch a shuffle.
 
-        SELECT __sx_p0 AS k, SUM(__sx_a0) AS s FROM f GROUP BY __sx_p0, __sx_fire
-               HAVING MAX(__sx_a1) > 2
+        SELECT __sx_p0 AS k, __sx_a0 AS s FROM f GROUP BY __sx_p0, __sx_fire
+               HAVING __sx_a1 > 2
         ->  SELECT __sx_p0 AS k, __sx_a0 AS s FROM f WHERE __sx_a1 > 2
     """
-    def unwrap(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, (exp.Sum, exp.Min, exp.Max)) and isinstance(node.this, exp.Column) \
-                and node.this.name.startswith("__sx_a"):
-            return node.this.copy()
-        return node
-
     single = outer.copy()
     single.set("group", None)
     having = single.args.get("having")
     single.set("having", None)
-    single = single.transform(unwrap)
     if having is not None:
-        single = single.where(having.this.transform(unwrap), copy=False)
+        single = single.where(having.this, copy=False)
     return single
 
 

@@ -1,8 +1,8 @@
 package io.sqlext.execution
 
-import io.sqlext.window.{AggregateLayout, AggregateKind, CompactTuple, Firing, SlidingWindow,
-  StoreListener, TwoStackAggregate, WindowSpec, Windows}
-import io.sqlext.optimizer.PartialAggregates
+import io.sqlext.aggregate.{AggregateLayout, PartialAggregate}
+import io.sqlext.window.{CompactTuple, Firing, SlidingWindow, StoreListener, TwoStackAggregate,
+  WindowSpec, Windows}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.types._
@@ -17,69 +17,59 @@ import scala.collection.mutable
 final class AggregateReplay(
     spec: WindowSpec,
     layout: ReplayLayout,
-    kinds: Seq[String],
+    aggregates: Seq[PartialAggregate],
     aggregateInputs: Seq[Expression],
-    outputTypes: Seq[DataType],
     metrics: ReplayMetrics) {
 
   private type Window = SlidingWindow[UnsafeRow, CompactTuple]
 
   private val evaluate = UnsafeProjection.create(aggregateInputs, layout.input)
-  private val inputTypes = aggregateInputs.map(_.dataType).toArray
-  private val integral = inputTypes.map(PartialAggregates.isIntegral)
-  private val anyIntegral = integral.contains(true)
-  private val aggregateLayout = new AggregateLayout(kinds.map(AggregateKind(_)).toArray,
-    integral)
+  private val aggregateLayout = new AggregateLayout(aggregates.toArray)
+  private val outputTypes = aggregateLayout.resultTypes
   private val keyOf = layout.keyProjection
   private val keyTypes = layout.partitionAttrs.map(_.dataType)
   private val project = UnsafeProjection.create(
     (keyTypes ++ layout.meta.map(_.dataType) ++ outputTypes).toArray)
   private val pending = mutable.Queue.empty[InternalRow]
-  private val aggregates = mutable.HashMap.empty[UnsafeRow, TwoStackAggregate]
+  private val stacks = mutable.HashMap.empty[UnsafeRow, TwoStackAggregate]
 
   private val listener = new StoreListener[UnsafeRow, CompactTuple] {
     private def of(key: UnsafeRow) =
-      aggregates.getOrElseUpdate(key, new TwoStackAggregate(aggregateLayout))
+      stacks.getOrElseUpdate(key, new TwoStackAggregate(aggregateLayout))
     override def appended(key: UnsafeRow, t: CompactTuple): Unit = of(key).push(t)
     override def removedOldest(key: UnsafeRow): Unit = of(key).popOldest()
     override def filtered(key: UnsafeRow, remaining: Iterable[CompactTuple]): Unit =
       of(key).rebuild(remaining)
-    override def removed(key: UnsafeRow): Unit = aggregates.remove(key)
+    override def removed(key: UnsafeRow): Unit = stacks.remove(key)
   }
 
   private val emit: Firing[UnsafeRow, CompactTuple] => Unit = { f =>
     metrics.firings += 1
-    val partial = if (f.event == Firing.Evicted) {
-      f.tuples.foldLeft(aggregateLayout.empty)((p, t) => aggregateLayout.merge(p, aggregateLayout.of(t)))
-    } else aggregates(f.key).current
+    val partial = if (f.event == Firing.Evicted) TwoStackAggregate.over(aggregateLayout, f.tuples)
+      else stacks(f.key).current
     val values = new Array[Any](keyTypes.length + layout.meta.length + outputTypes.length)
     var i = 0
     keyTypes.zipWithIndex.foreach { case (t, k) =>
       values(i) = if (f.key.isNullAt(k)) null else f.key.get(k, t); i += 1 }
     layout.metaValues(f.windowId, f.event, f.paneIndex, f.tuples.head.arrival,
       f.tuples.last.arrival).foreach { v => values(i) = v; i += 1 }
-    aggregateLayout.result(partial).zip(outputTypes).foreach { case (v, t) =>
-      values(i) = v.map(AggregateReplay.convert(_, t)).orNull; i += 1 }
+    aggregateLayout.results(partial).foreach { v => values(i) = v; i += 1 }
     pending.enqueue(project(new GenericInternalRow(values)).copy())
   }
 
   private def compact(row: InternalRow): CompactTuple = {
     val evaluated = evaluate(row)
-    val values = new Array[Double](inputTypes.length)
-    val longs = if (anyIntegral) new Array[Long](inputTypes.length) else null
-    val nulls = new Array[Boolean](inputTypes.length)
+    val inputs = new Array[Long](aggregates.length)
+    val nulls = new Array[Boolean](aggregates.length)
     var i = 0
-    while (i < inputTypes.length) {
+    while (i < inputs.length) {
       nulls(i) = evaluated.isNullAt(i)
-      if (!nulls(i) && kinds(i) != "count") {
-        if (integral(i)) longs(i) = AggregateReplay.integer(evaluated, i, inputTypes(i))
-        else values(i) = ReplayLayout.numeric(evaluated, i, inputTypes(i))
-      }
+      if (!nulls(i)) inputs(i) = aggregateLayout.aggregates(i).read(evaluated, i)
       i += 1
     }
-    CompactTuple(values, nulls, layout.arrivalValue(row),
+    CompactTuple(inputs, nulls, layout.arrivalValue(row),
       if (layout.deltaOrdinal >= 0) layout.deltaValue(row) else 0.0,
-      if (layout.triggerOrdinal >= 0) layout.triggerValue(row) else 0.0, longs)
+      if (layout.triggerOrdinal >= 0) layout.triggerValue(row) else 0.0)
   }
 
   private def newWindow(firstRow: InternalRow): Window = {
@@ -131,7 +121,7 @@ final class AggregateReplay(
       if (spec.timeBased) window.advanceClock(clockEnd)(emit)
       metrics.evictedDropped += window.evictedTuples
       if (currentKey != null) window.discard(currentKey)
-      aggregates.clear()
+      stacks.clear()
     }
 
     private var peak = 0
@@ -141,29 +131,5 @@ final class AggregateReplay(
       finished = true
       metrics.sawPartitions(if (spec.replaysGlobally) peak else 1)
     }
-  }
-}
-
-object AggregateReplay {
-  def integer(row: InternalRow, i: Int, dataType: DataType): Long = dataType match {
-    case ByteType => row.getByte(i).toLong
-    case ShortType => row.getShort(i).toLong
-    case IntegerType => row.getInt(i).toLong
-    case LongType => row.getLong(i)
-  }
-
-  /** Results (a Long or a Double) take the type Spark's own aggregate would have. */
-  def convert(value: Any, dataType: DataType): Any = (value, dataType) match {
-    case (v: Long, LongType) => v
-    case (v: Long, IntegerType) => v.toInt
-    case (v: Long, ShortType) => v.toShort
-    case (v: Long, ByteType) => v.toByte
-    case (v: Long, _) => v.toDouble
-    case (v: Double, LongType) => v.toLong
-    case (v: Double, IntegerType) => v.toInt
-    case (v: Double, ShortType) => v.toShort
-    case (v: Double, ByteType) => v.toByte
-    case (v: Double, FloatType) => v.toFloat
-    case (v, _) => v
   }
 }

@@ -1,5 +1,6 @@
 package io.sqlext.execution
 
+import io.sqlext.aggregate.PartialAggregate
 import io.sqlext.window.WindowSpec
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
@@ -14,7 +15,7 @@ case class WindowAggregateExec(
     inputs: Seq[Attribute],
     partitionAttrs: Seq[Attribute],
     metaOutput: Seq[Attribute],
-    kinds: Seq[String],
+    aggregates: Seq[PartialAggregate],
     aggregateInputs: Seq[Expression],
     aggregateOutput: Seq[Attribute],
     child: SparkPlan) extends UnaryExecNode with WindowInputRequirements {
@@ -30,9 +31,8 @@ case class WindowAggregateExec(
   override protected def doExecute(): RDD[InternalRow] = {
     val layout = ReplayLayout(spec, child.output, metaOutput)
     val metrics = ReplayMetrics.of(longMetric)
-    val types = aggregateOutput.map(_.dataType)
     child.execute().mapPartitions { rows =>
-      new AggregateReplay(spec, layout, kinds, aggregateInputs, types, metrics).run(rows)
+      new AggregateReplay(spec, layout, aggregates, aggregateInputs, metrics).run(rows)
     }
   }
 

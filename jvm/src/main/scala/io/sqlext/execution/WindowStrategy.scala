@@ -9,8 +9,8 @@ object WindowStrategy extends SparkStrategy {
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
     case WindowAssign(spec, inputs, meta, child) =>
       WindowAssignExec(spec, inputs, meta, planLater(child)) :: Nil
-    case WindowAggregate(spec, inputs, keys, meta, kinds, aggInputs, aggOutput, child) =>
-      WindowAggregateExec(spec, inputs, keys, meta, kinds, aggInputs, aggOutput,
+    case WindowAggregate(spec, inputs, keys, meta, aggregates, aggInputs, aggOutput, child) =>
+      WindowAggregateExec(spec, inputs, keys, meta, aggregates, aggInputs, aggOutput,
         planLater(child)) :: Nil
     case PackTuples(keys, tuples, child) => PackTuplesExec(keys, tuples, planLater(child)) :: Nil
     case _ => Nil

@@ -1,5 +1,6 @@
 package io.sqlext.optimizer
 
+import io.sqlext.aggregate.{PartialAggregate, PartialAggregates}
 import io.sqlext.plans.logical.{WindowAggregate, WindowAssign}
 import io.sqlext.window.Family
 import org.apache.spark.sql.catalyst.expressions._
@@ -46,32 +47,37 @@ object IncrementalWindowAggregate extends Rule[LogicalPlan] {
       case _ => false
     }
     val found = aggregates.flatMap(_.collect { case ae: AggregateExpression => ae }).distinct
-    val kinds = found.map(kindOf)
-    if (!groupsByFiringOnly || found.isEmpty || kinds.contains(None)) return None
+    val partials = found.map(partialOf)
+    if (!groupsByFiringOnly || found.isEmpty || partials.contains(None)) return None
     val inputs = found.map(_.aggregateFunction.children.head)
     if (!inputs.forall(_.references.subsetOf(window.child.outputSet))) return None
-    val outputs = found.zip(kinds.flatten).map { case (ae, kind) =>
-      AttributeReference(s"__sx_agg_$kind", ae.dataType, nullable = true)()
+    // The partial's result type is Spark's for the aggregate; a difference would be a bug here.
+    val outputs = found.zip(partials.flatten).map { case (ae, partial) =>
+      assert(partial.resultType == ae.dataType, s"$partial gives ${partial.resultType}, " +
+        s"Spark's ${ae.aggregateFunction.prettyName} ${ae.dataType}")
+      AttributeReference(s"__sx_agg_${ae.aggregateFunction.prettyName}", ae.dataType,
+        nullable = true)()
     }
     val replaced = found.zip(outputs).toMap
     val list = aggregates.map(_.transformDown {
       case ae: AggregateExpression => replaced(ae)
     }.asInstanceOf[NamedExpression])
     val node = WindowAggregate(window.spec, window.inputs, partitionAttrs, window.metaOutput,
-      kinds.flatten, inputs, outputs, window.child)
+      partials.flatten, inputs, outputs, window.child)
     Some(Project(list, node))
   }
 
-  /** Catalyst's aggregate as the facts [[PartialAggregates]] decides on. */
-  private def kindOf(ae: AggregateExpression): Option[String] = {
-    val (function, input) = ae.aggregateFunction match {
-      case Sum(child, _) => ("sum", Some(child.dataType))
-      case Average(child, _) => ("avg", Some(child.dataType))
-      case Min(child) => ("min", Some(child.dataType))
-      case Max(child) => ("max", Some(child.dataType))
-      case Count(Seq(child)) => ("count", Some(child.dataType))
-      case _ => ("", None) // no partials
+  /** Catalyst's aggregate as [[PartialAggregates]] decides on it; a SUM checks overflow when
+   *  Spark's own would (its evaluation mode, fixed at analysis). */
+  private def partialOf(ae: AggregateExpression): Option[PartialAggregate] = {
+    val (function, input, ansi) = ae.aggregateFunction match {
+      case s @ Sum(child, _) => ("sum", Some(child.dataType), s.evalContext.evalMode == EvalMode.ANSI)
+      case Average(child, _) => ("avg", Some(child.dataType), false)
+      case Min(child) => ("min", Some(child.dataType), false)
+      case Max(child) => ("max", Some(child.dataType), false)
+      case Count(Seq(child)) => ("count", Some(child.dataType), false)
+      case _ => ("", None, false) // no partials
     }
-    PartialAggregates.kindOf(function, input, ae.isDistinct, ae.filter.isDefined)
+    PartialAggregates.of(function, input, ae.isDistinct, ae.filter.isDefined, ansi)
   }
 }

@@ -44,10 +44,11 @@ class FilePunctProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[Str
       val file = byFile(i).getLong(fileIndex)
       val values = partials.empty
       while (i < byFile.length && byFile(i).getLong(fileIndex) == file) {
-        partials.merge(values, 0, byFile(i), partialsFrom)
+        partials.merge(values, byFile(i), partialsFrom)
         i += 1
       }
-      out += Row.fromSeq((if (keyed) key.toSeq else Nil) ++ meta(windowId) ++ values)
+      out += Row.fromSeq((if (keyed) key.toSeq else Nil) ++ meta(windowId) ++
+        partials.results(values))
       windowId += 1
     }
     policy.update(WindowProcessor.policyRow(windowId, full = false, counter = 0L,

@@ -14,7 +14,7 @@ import scala.collection.mutable.ArrayBuffer
  * keeps its flags and running partials instead of its tuples. Its input is already combined per
  * map task and pane ([[PaneInput.combined]], late tuples dropped there): key columns, pane N,
  * partials, merged here into the pane's. A firing leaves as one row: key, pane N, firing
- * columns, partials (over all the pane's tuples, late ones included).
+ * columns, the aggregates' values (over all the pane's tuples, late ones included).
  *
  * State: one value per key holding all its open panes (N, [[PaneState]], partials), the last
  * watermark its panes saw and its one wake-up timer, so a key costs one state read and one
@@ -46,7 +46,7 @@ class PanePartialsProcessor(
 
   override def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
     state = getHandle.getValueState[Row]("key_panes",
-      Encoders.row(PanePartialsProcessor.stateSchema(states.schema ++ partials.schema)),
+      Encoders.row(PanePartialsProcessor.stateSchema(states.schema ++ partials.partialSchema)),
       TTLConfig.NONE)
   }
 
@@ -62,8 +62,10 @@ class PanePartialsProcessor(
       val n = row.getLong(paneIndex)
       // A new pane acts from the next watermark on (its creation is under this one).
       val pane = keyState.panes.getOrElseUpdate(n,
-        states.values(rule.created(clock)) ++ partials.empty)
-      partials.merge(pane, Flags, row, paneIndex + 1)
+        states.values(rule.created(clock)) ++ partials.partialValues(partials.empty))
+      val merged = partials.partialsOf(pane, Flags)
+      partials.merge(merged, row, paneIndex + 1)
+      partials.partialValues(merged).copyToArray(pane, Flags)
       touched += n
     }
     touched.foreach { n =>
@@ -132,10 +134,10 @@ class PanePartialsProcessor(
     }
   }
 
-  /** Key, pane N, firing columns, the pane's partials. */
+  /** Key, pane N, firing columns, the aggregates' values over the pane's partials. */
   private def firingRow(key: Row, n: Long, firing: PaneFiring, pane: Array[Any]): Row =
     Row.fromSeq(key.toSeq.take(keyColumns) ++ (n +: metaValues(n, firing)) ++
-      pane.toSeq.drop(Flags))
+      partials.results(partials.partialsOf(pane, Flags)))
 
   /** The one timer of the key at the earliest (Spark) watermark at which a pane changes, and
    *  the key's state written once; none, and no state, once every pane closed. */

@@ -1,5 +1,6 @@
 package io.sqlext.streaming
 
+import io.sqlext.aggregate.Partials
 import org.apache.spark.sql.Row
 import org.apache.spark.sql.types.{LongType, StructField, StructType}
 
@@ -8,28 +9,30 @@ import scala.collection.mutable
 /**
  * A map task's partial aggregates per partition key and a long (a pane number, a file's rank),
  * before the shuffle ([[PaneInput]], [[FilePunctInput]]); the rows that cross it are the key
- * columns, the long, then the partials of [[FiringPartials]].
+ * columns, the long, then the partials of [[FiringPartials.partialSchema]].
  *
  * @param keyCount the leading columns of each input row that are its partition key
  */
 final class PartialsByKey(partials: FiringPartials, keyCount: Int) {
 
-  private val open = mutable.HashMap.empty[Any, mutable.LongMap[Array[Any]]]
+  private val open = mutable.HashMap.empty[Any, mutable.LongMap[Partials]]
 
   /** The partials of `row`'s key, by the long. */
-  def of(row: Row): mutable.LongMap[Array[Any]] = {
+  def of(row: Row): mutable.LongMap[Partials] = {
     val key: Any = if (keyCount == 1) row.get(0) else Row.fromSeq(row.toSeq.take(keyCount))
-    open.getOrElseUpdate(key, mutable.LongMap.empty[Array[Any]])
+    open.getOrElseUpdate(key, mutable.LongMap.empty[Partials])
   }
 
   /** Adds `row` to the partials at `n` of a key's `byLong` (from [[of]]). */
-  def add(byLong: mutable.LongMap[Array[Any]], n: Long, row: Row): Unit =
+  def add(byLong: mutable.LongMap[Partials], n: Long, row: Row): Unit =
     partials.add(byLong.getOrElseUpdate(n, partials.empty), row)
 
   /** One row per key and long. */
   def rows: Iterator[Row] = open.iterator.flatMap { case (key, byLong) =>
     val keyValues = if (keyCount == 1) Seq(key) else key.asInstanceOf[Row].toSeq
-    byLong.iterator.map { case (n, values) => Row.fromSeq((keyValues :+ n) ++ values) }
+    byLong.iterator.map { case (n, p) =>
+      Row.fromSeq((keyValues :+ n) ++ partials.partialValues(p))
+    }
   }
 }
 
@@ -39,5 +42,5 @@ object PartialsByKey {
   def schema(input: StructType, keys: Seq[String], column: String,
       partials: FiringPartials): StructType =
     StructType(keys.map(c => input(c)) ++
-      (StructField(column, LongType, nullable = false) +: partials.schema))
+      (StructField(column, LongType, nullable = false) +: partials.partialSchema))
 }

@@ -1,6 +1,7 @@
 package io.sqlext.streaming
 
 import io.sqlext.SqlExtErrors
+import io.sqlext.aggregate.PartialAggregates
 import io.sqlext.window.{Family, PaneSpec, Watermark, WindowSpec}
 import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 import org.apache.spark.sql.catalyst.FunctionIdentifier
@@ -136,9 +137,9 @@ private class WindowState(session: SparkSession, spec: WindowSpec, partitions: S
       (if (spec.paneEmit.isInstanceOf[io.sqlext.window.PaneEmit.Early]) Seq("early_at") else Nil))
       .map(f => p.getField(f).as(f)): _*))
 
-  private def partialsJson(p: Column): Column = to_json(struct(spec.aggregates.zipWithIndex.map {
-    case ((function, column), i) => p.getField(s"__sx_a$i").as(s"$function($column)")
-  }: _*))
+  private def partialsJson(p: Column): Column = to_json(struct(spec.aggregates.flatMap {
+    case (function, column) => PartialAggregates.partialLabels(function, column)
+  }.zipWithIndex.map { case (label, j) => p.getField(s"__sx_a$j").as(label) }: _*))
 
   /** TIME_INTERVAL with partials: one state value per key holding all its open panes. */
   private def paneSummaries: DataFrame = {

@@ -1,5 +1,6 @@
 package io.sqlext.plans.logical
 
+import io.sqlext.aggregate.PartialAggregate
 import io.sqlext.window.WindowSpec
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Expression}
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
@@ -11,14 +12,14 @@ import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
  *
  * @param partitionAttrs the child's partition columns, passed through
  * @param metaOutput the firing's columns (those of the WindowAssign it replaces)
- * @param kinds sum | count | avg | min | max, one per entry of `aggregateInputs`
+ * @param aggregates one per entry of `aggregateInputs`, computed from partials
  */
 case class WindowAggregate(
     spec: WindowSpec,
     inputs: Seq[Attribute],
     partitionAttrs: Seq[Attribute],
     metaOutput: Seq[Attribute],
-    kinds: Seq[String],
+    aggregates: Seq[PartialAggregate],
     aggregateInputs: Seq[Expression],
     aggregateOutput: Seq[Attribute],
     child: LogicalPlan) extends UnaryNode {
