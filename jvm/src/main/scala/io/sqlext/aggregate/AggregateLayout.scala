@@ -3,9 +3,12 @@ package io.sqlext.aggregate
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.{DataType, StructField}
 
-/** The partials of a query's aggregates over some tuples: per aggregate an accumulator and a
- *  count of non-NULL inputs ([[PartialAggregate]]). */
-final class Partials(val acc: Array[Long], val n: Array[Long])
+/** The partials of a query's aggregates over some tuples: per aggregate an accumulator, the
+ *  upper half of an exact sum, and a count of non-NULL inputs ([[PartialAggregate]]). */
+final class Partials(val acc: Array[Long], val high: Array[Long], val n: Array[Long]) {
+  def this(size: Int) = this(new Array[Long](size), new Array[Long](size), new Array[Long](size))
+  def copy(): Partials = new Partials(acc.clone(), high.clone(), n.clone())
+}
 
 /**
  * A query's aggregates, the vector form of [[PartialAggregate]] that every path uses: batch
@@ -20,17 +23,17 @@ final class AggregateLayout(val aggregates: Array[PartialAggregate]) extends Ser
 
   private val widths = aggregates.map(_.partialTypes.length)
 
-  def empty: Partials = new Partials(new Array[Long](size), new Array[Long](size))
+  def empty: Partials = new Partials(size)
 
   /** Adds a non-NULL input `x` ([[PartialAggregate.read]]) of aggregate `i` to `p`. */
   def add(p: Partials, i: Int, x: Long): Unit = {
-    p.acc(i) = aggregates(i).step(p.acc(i), p.n(i), x)
+    aggregates(i).add(p, i, x)
     p.n(i) += 1
   }
 
   /** The partials of `older` and `newer` tuples together, as a new value. */
   def merge(older: Partials, newer: Partials): Partials = {
-    val out = new Partials(older.acc.clone(), older.n.clone())
+    val out = older.copy()
     mergeInto(out, newer)
     out
   }
@@ -40,8 +43,10 @@ final class AggregateLayout(val aggregates: Array[PartialAggregate]) extends Ser
     var i = 0
     while (i < size) {
       if (newer.n(i) > 0) {
-        into.acc(i) = if (into.n(i) == 0) newer.acc(i)
-          else aggregates(i).combine(into.acc(i), newer.acc(i))
+        if (into.n(i) == 0) {
+          into.acc(i) = newer.acc(i)
+          into.high(i) = newer.high(i)
+        } else aggregates(i).combine(into, newer, i)
         into.n(i) += newer.n(i)
       }
       i += 1
@@ -52,7 +57,7 @@ final class AggregateLayout(val aggregates: Array[PartialAggregate]) extends Ser
   def results(p: Partials): Array[Any] = {
     val out = new Array[Any](size)
     var i = 0
-    while (i < size) { out(i) = aggregates(i).result(p.acc(i), p.n(i)); i += 1 }
+    while (i < size) { out(i) = aggregates(i).result(p, i); i += 1 }
     out
   }
 
@@ -61,26 +66,23 @@ final class AggregateLayout(val aggregates: Array[PartialAggregate]) extends Ser
   /** The aggregates' values over tuples in Spark's internal form, in arrival order, reading
    *  aggregate i's input at `columns(i)` (-1: COUNT(*)). One pass per aggregate. */
   def over(tuples: scala.collection.IndexedSeq[InternalRow], columns: Array[Int]): Array[Any] = {
-    val out = new Array[Any](size)
+    val p = empty
     var i = 0
     while (i < size) {
       val a = aggregates(i)
       val c = columns(i)
-      var acc = 0L
-      var n = 0L
-      if (c < 0) n = tuples.length
+      if (c < 0) p.n(i) = tuples.length
       else {
         var j = 0
         while (j < tuples.length) {
           val t = tuples(j)
-          if (!t.isNullAt(c)) { acc = a.step(acc, n, a.read(t, c)); n += 1 }
+          if (!t.isNullAt(c)) { a.add(p, i, a.read(t, c)); p.n(i) += 1 }
           j += 1
         }
       }
-      out(i) = a.result(acc, n)
       i += 1
     }
-    out
+    results(p)
   }
 
   /** The columns a row of partials takes: `name(j)` for its j-th column (AVG takes two). */
@@ -89,7 +91,7 @@ final class AggregateLayout(val aggregates: Array[PartialAggregate]) extends Ser
 
   /** Partials as the values of those columns. */
   def partialValues(p: Partials): Seq[Any] =
-    aggregates.indices.flatMap(i => aggregates(i).partialValues(p.acc(i), p.n(i)))
+    aggregates.indices.flatMap(i => aggregates(i).partialValues(p, i))
 
   /** Partials held in `values` from `first` on, as [[partialValues]] wrote them. */
   def partialsOf(values: Int => Any, first: Int): Partials = {
@@ -97,8 +99,7 @@ final class AggregateLayout(val aggregates: Array[PartialAggregate]) extends Ser
     var at = first
     var i = 0
     while (i < size) {
-      p.acc(i) = aggregates(i).partialAcc(values, at)
-      p.n(i) = aggregates(i).partialCount(values, at)
+      aggregates(i).load(values, at, p, i)
       at += widths(i)
       i += 1
     }

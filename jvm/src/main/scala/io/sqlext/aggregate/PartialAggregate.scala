@@ -14,26 +14,31 @@ import org.apache.spark.sql.types._
  *  - SUM of an integer type adds in BIGINT; under ANSI an overflow raises Spark's
  *    ARITHMETIC_OVERFLOW (MathUtils.addExact, as Spark's Sum), otherwise it wraps, as Spark's.
  *  - SUM of FLOAT or DOUBLE adds in DOUBLE; NaN and infinities propagate as IEEE addition does.
- *  - AVG adds every input as a DOUBLE (Spark's Average does, for integers too: an exact BIGINT
- *    sum would overflow where Spark's does not) and divides by the count: DOUBLE.
+ *  - AVG is a DOUBLE. Of FLOAT or DOUBLE it adds in DOUBLE, as Spark's Average. Of an integer
+ *    type it adds exactly (128 bits: no overflow, as Spark's DOUBLE sum has none) and divides
+ *    the exact sum: equal to Spark's wherever Spark's DOUBLE sum is exact (below 2^53), and
+ *    the same on every path and in any order beyond it, where Spark's rounding depends on
+ *    the order its partitions add up.
  *  - MIN and MAX keep the input's type; floating values follow Spark's order, NaN above every
  *    number and -0.0 equal to 0.0, and a tie keeps the older value, as Spark's MIN and MAX do.
  *  - No non-NULL input: NULL (COUNT: 0).
  *
- * A partial is two longs: `acc`, the accumulator (a long, or a double's bits), and `n`, how many
- * non-NULL inputs it holds. A DECIMAL input has no partial ([[PartialAggregates.of]]): Spark
- * widens its precision as it sums, which the general path does by running Spark's own aggregate.
+ * A partial of aggregate i lives in [[Partials]] at index i: `acc` (a long, or a double's bits),
+ * `high` (the upper 64 bits of an exact sum) and `n`, how many non-NULL inputs it holds, which
+ * [[AggregateLayout]] keeps. A DECIMAL input has no partial ([[PartialAggregates.of]]): Spark
+ * widens its precision as it sums, which the general path does by running Spark's aggregate.
  */
 sealed abstract class PartialAggregate extends Serializable {
 
   /** Spark's result type of the aggregate. */
   def resultType: DataType
 
-  /** `acc` after one more non-NULL input `x` (as [[read]] gives it), `n` inputs before it. */
-  def step(acc: Long, n: Long, x: Long): Long
+  /** Adds one non-NULL input `x` (as [[read]] gives it) to partial i of `p` (its count not yet
+   *  raised). */
+  def add(p: Partials, i: Int, x: Long): Unit
 
-  /** The accumulator of two partials, each with inputs, `older` holding the earlier tuples. */
-  def combine(older: Long, newer: Long): Long
+  /** Merges partial i of `newer` tuples into that of `into`, both holding inputs. */
+  def combine(into: Partials, newer: Partials, i: Int): Unit
 
   /** A non-NULL input of a row in Spark's internal form, as the accumulator holds it. */
   def read(row: InternalRow, ordinal: Int): Long
@@ -42,17 +47,16 @@ sealed abstract class PartialAggregate extends Serializable {
   def readValue(value: Any): Long
 
   /** The aggregate's value, in [[resultType]] (Spark's internal and external form alike). */
-  def result(acc: Long, n: Long): Any
+  def result(p: Partials, i: Int): Any
 
-  /** The types of the columns a partial takes in a row (state, shuffle): one, AVG's two. */
+  /** The types of the columns a partial takes in a row (state, shuffle). */
   def partialTypes: Seq[DataType]
 
-  /** A partial as the values of its columns. */
-  def partialValues(acc: Long, n: Long): Seq[Any]
+  /** Partial i of `p` as the values of its columns. */
+  def partialValues(p: Partials, i: Int): Seq[Any]
 
-  /** The accumulator and count of a partial held in `values` from `at` on (nulls: none). */
-  def partialAcc(values: Int => Any, at: Int): Long
-  def partialCount(values: Int => Any, at: Int): Long
+  /** Loads partial i of `p` from `values` at `at` on, as [[partialValues]] wrote them. */
+  def load(values: Int => Any, at: Int, p: Partials, i: Int): Unit
 }
 
 object PartialAggregate {
@@ -96,104 +100,137 @@ object PartialAggregate {
 
 import PartialAggregate._
 
-/** A partial of one column: its value, NULL before any input (COUNT's: the count). */
-private[aggregate] sealed abstract class OneColumn extends PartialAggregate {
-  def partialType: DataType
-  override def partialTypes: Seq[DataType] = Seq(partialType)
-  override def partialValues(acc: Long, n: Long): Seq[Any] =
-    Seq(if (n == 0) null else result(acc, n))
-  override def partialCount(values: Int => Any, at: Int): Long = if (values(at) == null) 0 else 1
+/** A partial of one column: the aggregate's value so far, NULL before any input. Loaded, it
+ *  counts as one input (its count matters only as "any": AVG and COUNT keep theirs). */
+private[aggregate] sealed abstract class OneValue extends PartialAggregate {
+  override def partialTypes: Seq[DataType] = Seq(resultType)
+  override def partialValues(p: Partials, i: Int): Seq[Any] = Seq(result(p, i))
+  override def load(values: Int => Any, at: Int, p: Partials, i: Int): Unit =
+    if (values(at) != null) { p.acc(i) = readValue(values(at)); p.n(i) = 1 }
 }
 
-/** COUNT(column) or COUNT(*): only `n`. */
+/** COUNT(column) or COUNT(*): only the count. */
 final case class CountOf(all: Boolean) extends PartialAggregate {
   override def resultType: DataType = LongType
-  override def step(acc: Long, n: Long, x: Long): Long = 0L
-  override def combine(older: Long, newer: Long): Long = 0L
+  override def add(p: Partials, i: Int, x: Long): Unit = ()
+  override def combine(into: Partials, newer: Partials, i: Int): Unit = ()
   override def read(row: InternalRow, ordinal: Int): Long = 0L
   override def readValue(value: Any): Long = 0L
-  override def result(acc: Long, n: Long): Any = n
+  override def result(p: Partials, i: Int): Any = p.n(i)
   override def partialTypes: Seq[DataType] = Seq(LongType)
-  override def partialValues(acc: Long, n: Long): Seq[Any] = Seq(n)
-  override def partialAcc(values: Int => Any, at: Int): Long = 0L
-  override def partialCount(values: Int => Any, at: Int): Long =
-    values(at).asInstanceOf[Long]
+  override def partialValues(p: Partials, i: Int): Seq[Any] = Seq(p.n(i))
+  override def load(values: Int => Any, at: Int, p: Partials, i: Int): Unit =
+    p.n(i) = values(at).asInstanceOf[Long]
 }
 
 /** SUM of an integer type, in BIGINT: checked under ANSI, wrapping otherwise (Spark's Sum). */
-final case class IntegralSum(inputType: DataType, ansi: Boolean) extends OneColumn {
+final case class IntegralSum(inputType: DataType, ansi: Boolean) extends OneValue {
   override def resultType: DataType = LongType
-  override def partialType: DataType = LongType
-  @inline private def add(a: Long, b: Long): Long = if (ansi) MathUtils.addExact(a, b) else a + b
-  override def step(acc: Long, n: Long, x: Long): Long = add(acc, x)
-  override def combine(older: Long, newer: Long): Long = add(older, newer)
+  @inline private def plus(a: Long, b: Long): Long = if (ansi) MathUtils.addExact(a, b) else a + b
+  override def add(p: Partials, i: Int, x: Long): Unit = p.acc(i) = plus(p.acc(i), x)
+  override def combine(into: Partials, newer: Partials, i: Int): Unit =
+    into.acc(i) = plus(into.acc(i), newer.acc(i))
   override def read(row: InternalRow, ordinal: Int): Long = longOf(row, ordinal, inputType)
   override def readValue(value: Any): Long = value.asInstanceOf[Number].longValue()
-  override def result(acc: Long, n: Long): Any = if (n == 0) null else acc
-  override def partialAcc(values: Int => Any, at: Int): Long =
-    if (values(at) == null) 0L else values(at).asInstanceOf[Long]
+  override def result(p: Partials, i: Int): Any = if (p.n(i) == 0) null else p.acc(i)
 }
 
 /** SUM of FLOAT or DOUBLE, in DOUBLE (a FLOAT widened first, as Spark's Sum casts it). */
-final case class FloatingSum(inputType: DataType) extends OneColumn {
+final case class FloatingSum(inputType: DataType) extends OneValue {
   override def resultType: DataType = DoubleType
-  override def partialType: DataType = DoubleType
-  override def step(acc: Long, n: Long, x: Long): Long = bits(double(acc) + double(x))
-  override def combine(older: Long, newer: Long): Long = bits(double(older) + double(newer))
+  override def add(p: Partials, i: Int, x: Long): Unit =
+    p.acc(i) = bits(double(p.acc(i)) + double(x))
+  override def combine(into: Partials, newer: Partials, i: Int): Unit =
+    into.acc(i) = bits(double(into.acc(i)) + double(newer.acc(i)))
   override def read(row: InternalRow, ordinal: Int): Long = bits(doubleOf(row, ordinal, inputType))
   override def readValue(value: Any): Long = bits(value.asInstanceOf[Number].doubleValue())
-  override def result(acc: Long, n: Long): Any = if (n == 0) null else double(acc)
-  override def partialAcc(values: Int => Any, at: Int): Long =
-    if (values(at) == null) 0L else bits(values(at).asInstanceOf[Double])
+  override def result(p: Partials, i: Int): Any = if (p.n(i) == 0) null else double(p.acc(i))
 }
 
-/** AVG of any number type but DECIMAL: a DOUBLE sum (Spark's Average casts each input to
- *  DOUBLE before adding) over the count. Its partial: the sum (NULL before any input), count. */
-final case class Average(inputType: DataType) extends PartialAggregate {
+/** AVG of FLOAT or DOUBLE: a DOUBLE sum over the count. Partial: the sum (NULL before any
+ *  input), the count. */
+final case class FloatingAverage(inputType: DataType) extends PartialAggregate {
   override def resultType: DataType = DoubleType
-  override def step(acc: Long, n: Long, x: Long): Long = bits(double(acc) + double(x))
-  override def combine(older: Long, newer: Long): Long = bits(double(older) + double(newer))
+  override def add(p: Partials, i: Int, x: Long): Unit =
+    p.acc(i) = bits(double(p.acc(i)) + double(x))
+  override def combine(into: Partials, newer: Partials, i: Int): Unit =
+    into.acc(i) = bits(double(into.acc(i)) + double(newer.acc(i)))
   override def read(row: InternalRow, ordinal: Int): Long = bits(doubleOf(row, ordinal, inputType))
   override def readValue(value: Any): Long = bits(value.asInstanceOf[Number].doubleValue())
-  override def result(acc: Long, n: Long): Any = if (n == 0) null else double(acc) / n
+  override def result(p: Partials, i: Int): Any =
+    if (p.n(i) == 0) null else double(p.acc(i)) / p.n(i)
   override def partialTypes: Seq[DataType] = Seq(DoubleType, LongType)
-  override def partialValues(acc: Long, n: Long): Seq[Any] =
-    Seq(if (n == 0) null else double(acc), n)
-  override def partialAcc(values: Int => Any, at: Int): Long =
-    if (values(at) == null) 0L else bits(values(at).asInstanceOf[Double])
-  override def partialCount(values: Int => Any, at: Int): Long =
-    values(at + 1).asInstanceOf[Long]
+  override def partialValues(p: Partials, i: Int): Seq[Any] =
+    Seq(if (p.n(i) == 0) null else double(p.acc(i)), p.n(i))
+  override def load(values: Int => Any, at: Int, p: Partials, i: Int): Unit = {
+    if (values(at) != null) p.acc(i) = bits(values(at).asInstanceOf[Double])
+    p.n(i) = values(at + 1).asInstanceOf[Long]
+  }
+}
+
+/** AVG of an integer type: the exact sum in 128 bits (`high`, `acc`) over the count. Partial:
+ *  the sum's low 64 bits (NULL before any input), the count, the sum's high 64 bits. */
+final case class IntegralAverage(inputType: DataType) extends PartialAggregate {
+  override def resultType: DataType = DoubleType
+  /** Adds the 128-bit value (`high`, `low`) to partial i of `p`. */
+  @inline private def plus(p: Partials, i: Int, high: Long, low: Long): Unit = {
+    val sum = p.acc(i) + low
+    val carry = if (java.lang.Long.compareUnsigned(sum, low) < 0) 1L else 0L
+    p.acc(i) = sum
+    p.high(i) += high + carry
+  }
+  override def add(p: Partials, i: Int, x: Long): Unit = plus(p, i, x >> 63, x)
+  override def combine(into: Partials, newer: Partials, i: Int): Unit =
+    plus(into, i, newer.high(i), newer.acc(i))
+  override def read(row: InternalRow, ordinal: Int): Long = longOf(row, ordinal, inputType)
+  override def readValue(value: Any): Long = value.asInstanceOf[Number].longValue()
+  override def result(p: Partials, i: Int): Any = if (p.n(i) == 0) null else {
+    val low = p.acc(i)
+    val high = p.high(i)
+    // The exact sum, rounded once: a long when it fits, else through BigInteger.
+    val sum = if (high == (low >> 63)) low.toDouble
+      else java.math.BigInteger.valueOf(high).shiftLeft(64)
+        .add(new java.math.BigInteger(java.lang.Long.toUnsignedString(low))).doubleValue()
+    sum / p.n(i)
+  }
+  override def partialTypes: Seq[DataType] = Seq(LongType, LongType, LongType)
+  override def partialValues(p: Partials, i: Int): Seq[Any] =
+    Seq(if (p.n(i) == 0) null else p.acc(i), p.n(i), p.high(i))
+  override def load(values: Int => Any, at: Int, p: Partials, i: Int): Unit = {
+    if (values(at) != null) p.acc(i) = values(at).asInstanceOf[Long]
+    p.n(i) = values(at + 1).asInstanceOf[Long]
+    p.high(i) = values(at + 2).asInstanceOf[Long]
+  }
 }
 
 /** MIN or MAX of FLOAT or DOUBLE in Spark's order; the result in the input's type. */
-final case class FloatingExtreme(inputType: DataType, min: Boolean) extends OneColumn {
+final case class FloatingExtreme(inputType: DataType, min: Boolean) extends OneValue {
   override def resultType: DataType = inputType
-  override def partialType: DataType = inputType
   @inline private def pick(older: Long, newer: Long): Long = {
     val order = compareDoubles(double(newer), double(older))
     if (if (min) order < 0 else order > 0) newer else older
   }
-  override def step(acc: Long, n: Long, x: Long): Long = if (n == 0) x else pick(acc, x)
-  override def combine(older: Long, newer: Long): Long = pick(older, newer)
+  override def add(p: Partials, i: Int, x: Long): Unit =
+    p.acc(i) = if (p.n(i) == 0) x else pick(p.acc(i), x)
+  override def combine(into: Partials, newer: Partials, i: Int): Unit =
+    into.acc(i) = pick(into.acc(i), newer.acc(i))
   override def read(row: InternalRow, ordinal: Int): Long = bits(doubleOf(row, ordinal, inputType))
   override def readValue(value: Any): Long = bits(value.asInstanceOf[Number].doubleValue())
-  override def result(acc: Long, n: Long): Any =
-    if (n == 0) null else if (inputType == FloatType) double(acc).toFloat else double(acc)
-  override def partialAcc(values: Int => Any, at: Int): Long =
-    if (values(at) == null) 0L else readValue(values(at))
+  override def result(p: Partials, i: Int): Any = if (p.n(i) == 0) null
+    else if (inputType == FloatType) double(p.acc(i)).toFloat else double(p.acc(i))
 }
 
 /** MIN or MAX of an integer type; the result in the input's type. */
-final case class IntegralExtreme(inputType: DataType, min: Boolean) extends OneColumn {
+final case class IntegralExtreme(inputType: DataType, min: Boolean) extends OneValue {
   override def resultType: DataType = inputType
-  override def partialType: DataType = inputType
   @inline private def pick(older: Long, newer: Long): Long =
     if (if (min) newer < older else newer > older) newer else older
-  override def step(acc: Long, n: Long, x: Long): Long = if (n == 0) x else pick(acc, x)
-  override def combine(older: Long, newer: Long): Long = pick(older, newer)
+  override def add(p: Partials, i: Int, x: Long): Unit =
+    p.acc(i) = if (p.n(i) == 0) x else pick(p.acc(i), x)
+  override def combine(into: Partials, newer: Partials, i: Int): Unit =
+    into.acc(i) = pick(into.acc(i), newer.acc(i))
   override def read(row: InternalRow, ordinal: Int): Long = longOf(row, ordinal, inputType)
   override def readValue(value: Any): Long = value.asInstanceOf[Number].longValue()
-  override def result(acc: Long, n: Long): Any = if (n == 0) null else integral(acc, inputType)
-  override def partialAcc(values: Int => Any, at: Int): Long =
-    if (values(at) == null) 0L else readValue(values(at))
+  override def result(p: Partials, i: Int): Any =
+    if (p.n(i) == 0) null else integral(p.acc(i), inputType)
 }

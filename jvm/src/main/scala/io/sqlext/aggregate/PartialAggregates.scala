@@ -24,7 +24,8 @@ object PartialAggregates {
       case ("count", t) => Some(CountOf(all = t.isEmpty))
       case ("sum", Some(t)) if isIntegral(t) => Some(IntegralSum(t, ansi))
       case ("sum", Some(t)) if isFloating(t) => Some(FloatingSum(t))
-      case ("avg", Some(t)) if isIntegral(t) || isFloating(t) => Some(Average(t))
+      case ("avg", Some(t)) if isIntegral(t) => Some(IntegralAverage(t))
+      case ("avg", Some(t)) if isFloating(t) => Some(FloatingAverage(t))
       case ("min" | "max", Some(t)) if isIntegral(t) =>
         Some(IntegralExtreme(t, min = function == "min"))
       case ("min" | "max", Some(t)) if isFloating(t) =>
@@ -33,10 +34,16 @@ object PartialAggregates {
     }
   }
 
-  /** What each column of a partial holds ([[PartialAggregate.partialTypes]]), as window_state
-   *  shows it: AVG keeps a sum and a count. */
-  def partialLabels(function: String, column: String): Seq[String] =
-    if (function == "avg") Seq(s"sum($column)", s"count($column)") else Seq(s"$function($column)")
+  /** What each column of a partial of `function` holds ([[PartialAggregate.partialTypes]]), as
+   *  window_state shows it, given the type of its first column (AVG's sum: a BIGINT for an
+   *  integer input, which keeps the sum's high half too). */
+  def partialLabels(function: String, column: String, firstType: Option[DataType])
+      : Seq[String] = (function, firstType) match {
+    case ("avg", Some(LongType)) =>
+      Seq(s"sum($column)", s"count($column)", s"sum_high($column)")
+    case ("avg", _) => Seq(s"sum($column)", s"count($column)")
+    case _ => Seq(s"$function($column)")
+  }
 
   /** The Python rewriter's entry: a JSON list of {function (the SQL name, lower case), type
    *  (Spark's type string, or "*"), distinct, filtered}; the JSON list of their functions, or

@@ -47,14 +47,12 @@ object IncrementalWindowAggregate extends Rule[LogicalPlan] {
       case _ => false
     }
     val found = aggregates.flatMap(_.collect { case ae: AggregateExpression => ae }).distinct
-    val partials = found.map(partialOf)
+    // A partial must give Spark's own result type; any other aggregate keeps Spark's plan.
+    val partials = found.map(ae => partialOf(ae).filter(_.resultType == ae.dataType))
     if (!groupsByFiringOnly || found.isEmpty || partials.contains(None)) return None
     val inputs = found.map(_.aggregateFunction.children.head)
     if (!inputs.forall(_.references.subsetOf(window.child.outputSet))) return None
-    // The partial's result type is Spark's for the aggregate; a difference would be a bug here.
-    val outputs = found.zip(partials.flatten).map { case (ae, partial) =>
-      assert(partial.resultType == ae.dataType, s"$partial gives ${partial.resultType}, " +
-        s"Spark's ${ae.aggregateFunction.prettyName} ${ae.dataType}")
+    val outputs = found.map { ae =>
       AttributeReference(s"__sx_agg_${ae.aggregateFunction.prettyName}", ae.dataType,
         nullable = true)()
     }

@@ -137,9 +137,16 @@ private class WindowState(session: SparkSession, spec: WindowSpec, partitions: S
       (if (spec.paneEmit.isInstanceOf[io.sqlext.window.PaneEmit.Early]) Seq("early_at") else Nil))
       .map(f => p.getField(f).as(f)): _*))
 
-  private def partialsJson(p: Column): Column = to_json(struct(spec.aggregates.flatMap {
-    case (function, column) => PartialAggregates.partialLabels(function, column)
-  }.zipWithIndex.map { case (label, j) => p.getField(s"__sx_a$j").as(label) }: _*))
+  /** A pane's partials (`pane`'s fields __sx_a0, __sx_a1, ...), labelled by aggregate. */
+  private def partialsJson(p: Column, pane: StructType): Column = {
+    val labels = spec.aggregates.foldLeft(Seq.empty[String]) { case (done, (function, column)) =>
+      val first = pane.find(_.name == s"__sx_a${done.length}").map(_.dataType)
+      done ++ PartialAggregates.partialLabels(function, column, first)
+    }
+    to_json(struct(labels.zipWithIndex.map { case (label, j) =>
+      p.getField(s"__sx_a$j").as(label)
+    }: _*))
+  }
 
   /** TIME_INTERVAL with partials: one state value per key holding all its open panes. */
   private def paneSummaries: DataFrame = {
@@ -147,7 +154,8 @@ private class WindowState(session: SparkSession, spec: WindowSpec, partitions: S
       .select(col("key"), col("value.wake").as("wake"), explode(col("value.panes")).as("p"))
     shaped(panes.select(Seq(partition(col("key")), col("p.n").as("window_id")) ++
       paneBounds(col("p.n")) ++ Seq(lit(null).cast(LongType).as("tuples"),
-      partialsJson(col("p")).as("partials"), paneState(col("p")).as("state"),
+      partialsJson(col("p"), panes.schema("p").dataType.asInstanceOf[StructType])
+        .as("partials"), paneState(col("p")).as("state"),
       splWatermark.as("watermark"), paneTimer(col("wake")).as("next_timer")): _*))
   }
 

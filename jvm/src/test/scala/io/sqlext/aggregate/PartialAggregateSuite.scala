@@ -59,12 +59,12 @@ class PartialAggregateSuite extends AnyFunSuite {
     assert(both(FloatingExtreme(FloatType, min = false), 1.5f, 2.5f) == 2.5f)
     assert(both(IntegralSum(IntegerType, ansi = true), 1, 2, null) == 3L)
     assert(both(FloatingSum(FloatType), 1.5f, null) == 1.5)
-    assert(both(Average(IntegerType), 1, 2) == 1.5)
+    assert(both(IntegralAverage(IntegerType), 1, 2) == 1.5)
     assert(both(IntegralSum(LongType, ansi = true), null, null) == null)
-    assert(both(Average(DoubleType)) == null)
+    assert(both(FloatingAverage(DoubleType)) == null)
     assert(both(CountOf(all = false), null, 1.0, NaN) == 2L)
     assert(IntegralSum(IntegerType, ansi = false).resultType == LongType)
-    assert(Average(LongType).resultType == DoubleType)
+    assert(IntegralAverage(LongType).resultType == DoubleType)
   }
 
   test("SUM of integers raises ARITHMETIC_OVERFLOW under ANSI and wraps otherwise") {
@@ -75,8 +75,14 @@ class PartialAggregateSuite extends AnyFunSuite {
     assert(both(IntegralSum(LongType, ansi = false), Long.MaxValue, 1L) == Long.MinValue)
   }
 
-  test("AVG adds in doubles, as Spark's Average: no overflow near the BIGINT limits") {
-    assert(both(Average(LongType), Long.MaxValue, Long.MaxValue) == Long.MaxValue.toDouble)
+  test("AVG of integers adds exactly: no overflow near the BIGINT limits, one rounding") {
+    val avg = IntegralAverage(LongType)
+    assert(both(avg, Long.MaxValue, Long.MaxValue) == Long.MaxValue.toDouble)
+    assert(both(avg, Long.MinValue, Long.MinValue, Long.MinValue) == Long.MinValue.toDouble)
+    assert(both(avg, Long.MaxValue, Long.MaxValue, Long.MinValue, Long.MinValue, 4L) == 0.4)
+    val big = 1L << 53
+    assert(both(avg, big, big + 3, big + 6) == (3 * big + 9).toDouble / 3) // the exact sum
+    assert(both(FloatingAverage(FloatType), 1.5f, 2.5f) == 2.0)
   }
 
   test("SUM of doubles: NaN and infinities as IEEE addition, -0.0 summed from 0.0") {
@@ -86,17 +92,20 @@ class PartialAggregateSuite extends AnyFunSuite {
   }
 
   test("partials survive their row form (state, shuffle), AVG in two columns") {
-    val layout = new AggregateLayout(Array(Average(IntegerType), FloatingExtreme(DoubleType,
+    val layout = new AggregateLayout(Array(IntegralAverage(LongType), FloatingExtreme(DoubleType,
       min = true), CountOf(all = true)))
     val p = layout.empty
-    layout.add(p, 0, Average(IntegerType).readValue(4))
+    layout.add(p, 0, Long.MaxValue)
+    layout.add(p, 0, Long.MaxValue)
     layout.add(p, 1, FloatingExtreme(DoubleType, min = true).readValue(NaN))
     p.n(2) += 1
     val values = layout.partialValues(p)
     assert(layout.partialFields(j => s"c$j").map(_.dataType) ==
-      Seq(DoubleType, LongType, DoubleType, LongType))
+      Seq(LongType, LongType, LongType, DoubleType, LongType))
     val back = layout.partialsOf(values.toIndexedSeq, 0)
-    assert(back.n.toSeq == p.n.toSeq && back.acc.toSeq == p.acc.toSeq)
+    assert(back.n.toSeq == p.n.toSeq && back.acc.toSeq == p.acc.toSeq &&
+      back.high.toSeq == p.high.toSeq)
+    assert(layout.results(back).head == Long.MaxValue.toDouble)
     val empty = layout.partialsOf(layout.partialValues(layout.empty).toIndexedSeq, 0)
     assert(layout.results(empty).toSeq == Seq(null, null, 0L))
   }
