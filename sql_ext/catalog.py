@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import time
 from pathlib import Path
 
@@ -74,8 +75,10 @@ def catalog_conf(warehouse: Path, metastore: str | None = None) -> dict[str, str
 def java_options(warehouse: Path) -> str:
     """Derby's log in the warehouse, not in the working directory. Not derby.system.home: the
     Thrift server opens a Derby `memory:` database per session, which fails and retries for
-    about 20 s at every session close when derby.system.home is set."""
-    return f"-Dderby.stream.error.file={warehouse / 'derby.log'}"
+    about 20 s at every session close when derby.system.home is set. Quoted as a shell word:
+    Spark splits java option strings at spaces and reads shell quotes, and a warehouse's path
+    may have spaces or quotes."""
+    return shlex.quote(f"-Dderby.stream.error.file={warehouse / 'derby.log'}")
 
 
 def check_open(spark, warehouse: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def add_jars(jvm, loader, jar_paths: list[str]) -> None:
         raise RuntimeError(
             f"sql_ext.configure: the Spark driver is already running and its class loader "
             f"({kind}) cannot take sql-ext's jars; start the job with them: spark-submit "
-            + " ".join(jars.submit_arguments()) + " ... (`sql-ext jars` prints these)")
+            + shlex.join(jars.submit_arguments()) + " ... (`sql-ext jars` prints these)")
     for path in jar_paths:
         loader.addURL(jvm.java.io.File(path).toURI().toURL())
 
@@ -73,7 +74,7 @@ def configure(builder: SparkSession.Builder) -> SparkSession:
         # The driver's system classpath: the Thrift server closes the class loader of
         # spark.jars when a JDBC session ends, which would break classes loaded later.
         builder.config("spark.driver.extraClassPath", os.pathsep.join(jar_paths))
-        .config("spark.jars", ",".join(jar_paths))
+        .config("spark.jars", ",".join(jars.jar_uris()))
         .config("spark.sql.extensions", jars.EXTENSIONS)
         .config("spark.sql.catalog.spark_catalog", jars.DELTA_CATALOG)
         .config("spark.sql.streaming.stateStore.providerClass", jars.ROCKSDB_STATE_STORE)
