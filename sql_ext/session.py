@@ -119,6 +119,8 @@ def session(
     for key, value in {**catalog.catalog_conf(warehouse, metastore), **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = configure(builder)
+    for logger, pattern in catalog.BENIGN_LOG_LINES.items():
+        bridge.drop_log_lines(spark, logger, pattern)
     try:
         catalog.check_open(spark, warehouse)
     except catalog.CatalogInUse:

@@ -7,7 +7,8 @@ The test sets SQL_EXT_WAREHOUSE (the warehouse, with the embedded catalog in it)
 SQL_EXT_JAR_CACHE (Delta's jars) to folders under <folder>, and puts a copy of the sql_ext
 package there on PYTHONPATH (its extension jar, as a wheel installed there would have it).
 Writes source and streaming tables under <folder>, runs the seed examples twice (the second run
-replaces their tables), and prints what it found as one line: RESULT <json>.
+replaces their tables), logs two probe errors, and prints what it found as one line:
+RESULT <json>.
 """
 
 import json
@@ -24,6 +25,7 @@ APPENDS = [[(1, "a", 100, 1.0), (2, "a", 103, 2.0), (3, "b", 110, 3.0), (4, "b",
            [(5, "a", 96, 5.0), (6, "b", 125, 6.0), (7, "a", 130, 7.0)]]
 COUNTS = """SELECT k, WINDOW_ID() AS w, COUNT(*) AS n, SUM(v) AS total FROM {source}
             WINDOW TUMBLING COUNT(2) OVER (PARTITION BY k ORDER BY id)"""
+PROBE = "paths_driver probe: another error of the metastore's HiveAlterHandler"
 PANES = """SELECT k, PANE_START() AS s, SUM(v) AS total FROM STREAM(src)
            WINDOW TIME_INTERVAL(10, 5) ON event_time OVER (PARTITION BY k) WATERMARK DELAY 2
            LATE ROWS INTO late_rows"""
@@ -69,6 +71,11 @@ def main(folder: Path) -> dict:
     for _ in range(2):  # the second run replaces the tables (CREATE OR REPLACE TABLE)
         found["examples"] = {table: [str(list(r)) for r in result]
                              for table, result in seed_examples.main(spark).items()}
+    # The metastore's logger whose benign line the embedded default drops: its other lines stay.
+    hive_alter = spark.sparkContext._jvm.org.slf4j.LoggerFactory.getLogger(
+        "org.apache.hadoop.hive.metastore.HiveAlterHandler")
+    hive_alter.error("Failed to alter table default.probe")
+    hive_alter.error(PROBE)
     spark.stop()
     return found
 

@@ -1,7 +1,8 @@
 """Any path a file system accepts, wherever a path goes: the warehouse and its embedded catalog,
 LOCATION, CHECKPOINT, the default checkpoint root, LATE ROWS INTO tables, the package's jar and
 Delta's jar cache, all in a folder named with a space, a quote, `%`, `#` and a non-ASCII letter;
-a copy of the repository in a folder with a space (and nothing beside it) collects its tests."""
+a copy of the repository in a folder with a space (and nothing beside it) collects its tests.
+A successful run logs no ERROR line, also when it replaces its tables."""
 
 import json
 import os
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from paths_driver import PROBE
 from sql_ext import jars
 
 TESTS = Path(__file__).resolve().parent
@@ -89,6 +91,21 @@ def test_streaming_tables_in_a_folder_named_with_quotes_spaces_and_percent(stran
     # Nothing in the working directory (the folder) but what the driver put there.
     assert sorted(p.name for p in folder.iterdir()) == [
         "counts", "counts checkpoint", "source", "warehouse"]
+
+
+def test_seed_examples_from_a_strange_folder_rerun_without_an_error_line(strange_run):
+    """The examples read their sample data from the package's folder (named with `#`, `%`, a
+    quote and `é`) and, run twice, replace their tables (CREATE OR REPLACE TABLE on the embedded
+    catalog) without an ERROR line, an exception or a traceback in the output. Only the
+    metastore's benign line is dropped: another error of the same logger is printed."""
+    found, output, _ = strange_run
+    assert found["examples"]["seed_count4_cost"] == ["[0, 4, 10]"]
+    assert len(found["examples"]) == 4
+    lines = output.splitlines()
+    assert len([line for line in lines if f"ERROR HiveAlterHandler: {PROBE}" in line]) == 1
+    noise = [line for line in lines if re.search(r"\bERROR\b|Exception|Traceback", line)
+             and PROBE not in line]
+    assert noise == []
 
 
 def test_a_copy_of_the_repository_in_a_folder_with_a_space_collects_its_tests(tmp_path):
