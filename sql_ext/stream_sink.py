@@ -59,7 +59,7 @@ def set_properties(spark: SparkSession, name: str, properties: dict[str, str],
     gone = [k for k in previous if k not in properties]
     if gone:
         spark.sql(f"ALTER TABLE {name} UNSET TBLPROPERTIES IF EXISTS "
-                  f"({', '.join(map(_literal, gone))})")
+                  f"({', '.join(map(string_literal, gone))})")
 
 
 def _property_pairs(properties: dict[str, str]) -> str:
