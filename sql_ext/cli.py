@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shlex
 import signal
 import sys
 import threading
@@ -124,7 +123,7 @@ def dbt_package(args) -> int:
 
 def print_jars(args) -> int:
     """The spark-submit arguments for a driver `configure` cannot reach (cluster deploy mode)."""
-    print(shlex.join(jars.submit_arguments()))
+    print(" ".join(jars.submit_arguments()))
     return 0
 
 

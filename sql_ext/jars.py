@@ -106,7 +106,8 @@ def all_jars() -> list[Path]:
 def jar_uris() -> list[str]:
     """file: URIs of `all_jars`, as spark.jars and spark-submit's --jars take them: Spark reads
     a plain path there as a URI whenever it parses as one, so a `#` in it would end the path
-    (and a comma would split the list)."""
+    (and a comma would split the list). Percent-encoded, they are shell words too: `$(sql-ext
+    jars)` passes them as they are, whatever the folders are called."""
     return [p.resolve().as_uri() for p in all_jars()]
 
 

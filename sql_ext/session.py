@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from pathlib import Path
 
@@ -50,7 +49,7 @@ def add_jars(jvm, loader, jar_paths: list[str]) -> None:
         raise RuntimeError(
             f"sql_ext.configure: the Spark driver is already running and its class loader "
             f"({kind}) cannot take sql-ext's jars; start the job with them: spark-submit "
-            + shlex.join(jars.submit_arguments()) + " ... (`sql-ext jars` prints these)")
+            + " ".join(jars.submit_arguments()) + " ... (`sql-ext jars` prints these)")
     for path in jar_paths:
         loader.addURL(jvm.java.io.File(path).toURI().toURL())
 
