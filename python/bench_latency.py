@@ -65,7 +65,9 @@ class Feeder(threading.Thread):
 
 def _first_seen(spark, path: str, key: str, start: str) -> dict[tuple, float]:
     """(key, pane start in epoch seconds) -> commit time of the first version holding it."""
-    history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").select("version", "timestamp") \
+    from delta.tables import DeltaTable
+
+    history = DeltaTable.forPath(spark, path).history().select("version", "timestamp") \
         .collect()
     seen: dict[tuple, float] = {}
     for version, stamp in sorted(history):

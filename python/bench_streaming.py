@@ -267,8 +267,10 @@ def closing_state(spark, rows: int, parts: int) -> None:
     drop_earlier(spark)
     made.append("bench_stream_closing")
     create_streaming_table(spark, made[-1], sql, replace=True, **options).awaitTermination()
-    spark.sql("SELECT 0L AS seq, 0L AS k, 0.5D AS x, TIMESTAMP_SECONDS(UNIX_SECONDS(MAX(ts)) "
-              f"+ 3600) AS ts FROM delta.`{path}`").write.format("delta").mode("append").save(path)
+    spark.read.format("delta").load(path).selectExpr(
+        "0L AS seq", "0L AS k", "0.5D AS x",
+        "TIMESTAMP_SECONDS(UNIX_SECONDS(MAX(ts)) + 3600) AS ts") \
+        .write.format("delta").mode("append").save(path)
     create_streaming_table(spark, made[-1], sql, **options).awaitTermination()
     curve = state_rows(spark)
     print(f"TIME_INTERVAL(60, 15) state rows per micro-batch: {curve}; the last once the "

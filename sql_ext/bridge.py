@@ -155,3 +155,22 @@ def delete_path(spark: SparkSession, path: str) -> bool:
     hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
     fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     return fs.delete(hadoop_path, True)
+
+
+def drop_log_lines(spark: SparkSession, logger: str, pattern: str) -> None:
+    """Log4j in the driver JVM: the lines of `logger` whose message matches `pattern` (a Java
+    regex, the whole message) are dropped, as Spark's own default configuration drops a benign
+    Thrift message; the logger's other lines stay, at the root's level (`setLogLevel` still
+    governs it). A logger the log configuration names already is left as configured."""
+    jvm = _jvm(spark)
+    log4j = jvm.org.apache.logging.log4j
+    context = log4j.LogManager.getContext(False)
+    config = context.getConfiguration()
+    if config.getLoggerConfig(logger).getName() == logger:
+        return
+    result = log4j.core.Filter.Result
+    lines = log4j.core.config.LoggerConfig(logger, None, True)  # level None: the parent's
+    lines.addFilter(log4j.core.filter.RegexFilter.createFilter(
+        pattern, None, False, result.DENY, result.NEUTRAL))
+    config.addLogger(logger, lines)
+    context.updateLoggers()

@@ -103,10 +103,18 @@ def all_jars() -> list[Path]:
     return [extension_jar(), *delta_jars()]
 
 
+def jar_uris() -> list[str]:
+    """file: URIs of `all_jars`, as spark.jars and spark-submit's --jars take them: Spark reads
+    a plain path there as a URI whenever it parses as one, so a `#` in it would end the path
+    (and a comma would split the list). Percent-encoded, they are shell words too: `$(sql-ext
+    jars)` passes them as they are, whatever the folders are called."""
+    return [p.resolve().as_uri() for p in all_jars()]
+
+
 def submit_arguments() -> list[str]:
     """The spark-submit arguments that load sql-ext where `configure` cannot (a driver that
     runs on another machine: cluster deploy mode)."""
-    return ["--jars", ",".join(str(p) for p in all_jars()),
+    return ["--jars", ",".join(jar_uris()),
             "--conf", f"spark.sql.extensions={EXTENSIONS}",
             "--conf", f"spark.sql.catalog.spark_catalog={DELTA_CATALOG}",
             "--conf", f"spark.sql.streaming.stateStore.providerClass={ROCKSDB_STATE_STORE}"]

@@ -1,4 +1,5 @@
-"""Table names as Spark reads them back, qualified or not."""
+"""Table names as Spark reads them back, qualified or not, and string literals (paths) in the
+SQL that sql-ext writes."""
 
 from __future__ import annotations
 
@@ -29,3 +30,9 @@ def quote(part: str) -> str:
 def table_key(name: str) -> str:
     """One key per table however its name is written (Spark's names are case-insensitive)."""
     return table_name(name).lower()
+
+
+def string_literal(text: str) -> str:
+    """A Spark SQL string literal of `text`: a path with quotes or backslashes stays one
+    literal ('o sp\\'ace' for o sp'ace)."""
+    return exp.Literal.string(text).sql(dialect="spark")

@@ -73,7 +73,7 @@ def configure(builder: SparkSession.Builder) -> SparkSession:
         # The driver's system classpath: the Thrift server closes the class loader of
         # spark.jars when a JDBC session ends, which would break classes loaded later.
         builder.config("spark.driver.extraClassPath", os.pathsep.join(jar_paths))
-        .config("spark.jars", ",".join(jar_paths))
+        .config("spark.jars", ",".join(jars.jar_uris()))
         .config("spark.sql.extensions", jars.EXTENSIONS)
         .config("spark.sql.catalog.spark_catalog", jars.DELTA_CATALOG)
         .config("spark.sql.streaming.stateStore.providerClass", jars.ROCKSDB_STATE_STORE)
@@ -118,6 +118,8 @@ def session(
     for key, value in {**catalog.catalog_conf(warehouse, metastore), **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = configure(builder)
+    for logger, pattern in catalog.BENIGN_LOG_LINES.items():
+        bridge.drop_log_lines(spark, logger, pattern)
     try:
         catalog.check_open(spark, warehouse)
     except catalog.CatalogInUse:

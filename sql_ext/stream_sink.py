@@ -16,10 +16,10 @@ from contextlib import contextmanager
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
-from sqlglot import exp
 
 from sql_ext import bridge
 from sql_ext.errors import WindowSqlError
+from sql_ext.names import string_literal
 
 
 def create_table(spark: SparkSession, name: str, schema: StructType, location: str | None,
@@ -42,7 +42,7 @@ def create_table(spark: SparkSession, name: str, schema: StructType, location: s
     if partitioned_by:
         clauses.append(f"PARTITIONED BY ({', '.join(map(_quoted, partitioned_by))})")
     if location:
-        clauses.append(f"LOCATION {_literal(location)}")
+        clauses.append(f"LOCATION {string_literal(location)}")
     if properties:
         clauses.append(f"TBLPROPERTIES ({_property_pairs(properties)})")
     spark.sql(" ".join(clauses))
@@ -59,16 +59,12 @@ def set_properties(spark: SparkSession, name: str, properties: dict[str, str],
     gone = [k for k in previous if k not in properties]
     if gone:
         spark.sql(f"ALTER TABLE {name} UNSET TBLPROPERTIES IF EXISTS "
-                  f"({', '.join(map(_literal, gone))})")
+                  f"({', '.join(map(string_literal, gone))})")
 
 
 def _property_pairs(properties: dict[str, str]) -> str:
     """'k' = 'v', ... of a TBLPROPERTIES clause."""
-    return ", ".join(f"{_literal(k)} = {_literal(v)}" for k, v in properties.items())
-
-
-def _literal(text: str) -> str:
-    return exp.Literal.string(text).sql(dialect="spark")
+    return ", ".join(f"{string_literal(k)} = {string_literal(v)}" for k, v in properties.items())
 
 
 # Settings of every streaming table's own session (a copy of the creating session, made when

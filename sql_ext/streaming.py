@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import logging
 import posixpath
+import re
 import time
 import uuid
-from urllib.parse import urlparse
 
 from pyspark import InheritableThread
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -48,8 +48,10 @@ log = logging.getLogger("sql_ext")
 def default_checkpoint(spark: SparkSession, db: str, table: str) -> str:
     """<warehouse>/_sql_ext_checkpoints/<table> (<db>.<table> outside `default`): beside the
     tables, stable across restarts."""
+    # Spark's qualified warehouse is a Hadoop path string (file:/a b #c), not a URI: nothing in
+    # it is percent-encoded, and a `#` starts no fragment. A local one loses its scheme only.
     warehouse = spark.conf.get("spark.sql.warehouse.dir")
-    path = urlparse(warehouse).path if warehouse.startswith("file:") else warehouse
+    path = re.sub(r"^file:(//)?(?=/)", "", warehouse)
     return posixpath.join(path, "_sql_ext_checkpoints",
                           table if db == "default" else f"{db}.{table}")
 

@@ -1,4 +1,5 @@
-"""The shared conformance cases (../shared/conformance/cases.json) as rows and policies.
+"""The conformance cases (reference behaviour, the spec's conformance/cases.json, copied verbatim
+into tests/fixtures/conformance_cases.json) as rows and policies.
 
 Used by the oracle's own tests and by the SQL conformance tests, so both read the cases the
 same way.
@@ -8,7 +9,7 @@ import datetime
 import json
 from pathlib import Path
 
-CASES_PATH = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "cases.json"
+CASES_PATH = Path(__file__).resolve().parent / "fixtures" / "conformance_cases.json"
 EPOCH = datetime.datetime(1970, 1, 1)
 MARKER = "__window_marker__"
 

@@ -1,7 +1,7 @@
 """Independent reference model of SPL TUMBLING windows as exposed through our SQL.
 
 Why this exists: tests compare what Spark computes with what this file computes. It is written
-from /work/shared/spec/semantics.md (sections 1, 2, 4, 5, 7) and sql.md (sections 2, 3, 7)
+from spec/semantics.md (sections 1, 2, 4, 5, 7) and sql.md (sections 2, 3, 7)
 only, shares no code with the extension, and favours being obviously correct over being fast:
 every policy is a plain loop over rows in arrival order that keeps a dict
 ``partition key -> list of rows``.

@@ -4,7 +4,7 @@ and of TUMBLING windows that use it.
 Why a separate module: tests/oracle.py models plain TUMBLING windows and stays small; this file
 adds the window-wide state that partition eviction needs (a recency list over all partitions)
 and is shared by the SLIDING oracle (tests/oracle_sliding.py). Written from
-/work/shared/spec/semantics.md sections 2, 4, 5 and 7 and sql.md sections 2, 3 and 7 only; it
+spec/semantics.md sections 2, 4, 5 and 7 and sql.md sections 2, 3 and 7 only; it
 shares no code with the extension. Standard library only.
 
 Rules (semantics.md 5), applied exactly:

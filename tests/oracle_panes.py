@@ -1,7 +1,7 @@
 """Independent reference model of TIME_INTERVAL (event-time pane) windows as our SQL exposes them.
 
 Why this exists: tests compare what Spark computes with what this file computes. It is written
-from /work/shared/spec/semantics.md section 6 and sql.md sections 2, 3 and 7 only, shares no
+from spec/semantics.md section 6 and sql.md sections 2, 3 and 7 only, shares no
 code with the extension, and favours being obviously correct over being fast: one loop over the
 input in arrival order, a dict ``N -> pane`` and, per pane, a dict ``partition -> rows``.
 

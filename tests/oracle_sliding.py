@@ -1,7 +1,7 @@
 """Independent reference model of SPL SLIDING windows as exposed through our SQL.
 
 Why this exists: tests compare what Spark computes for ``WINDOW SLIDING <eviction> TRIGGER
-<trigger>`` with what this file computes. It is written from /work/shared/spec/semantics.md
+<trigger>`` with what this file computes. It is written from spec/semantics.md
 (sections 1, 3, 4, 5, 7) and sql.md (sections 2, 3, 7) only, shares no code with the
 extension, and favours being obviously correct over being fast: one loop over the rows in
 arrival order, a dict ``partition key -> list of rows`` (tests/oracle_eviction.Store) and plain

@@ -1,4 +1,4 @@
-"""The TUMBLING conformance cases of ../shared/conformance/cases.json through spark.sql."""
+"""The TUMBLING conformance cases (tests/fixtures/conformance_cases.json) through spark.sql."""
 
 import pytest
 from conformance import CASES, MARKER, case_rows_and_policy

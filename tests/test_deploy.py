@@ -248,4 +248,4 @@ def test_a_driver_that_cannot_take_jars_gets_the_submit_arguments(spark):
         add_jars(jvm, jvm.java.lang.ClassLoader.getPlatformClassLoader(),
                  [str(p) for p in jars.all_jars()])
     assert " ".join(jars.submit_arguments()) in str(error.value)
-    assert f"--jars {jars.extension_jar()}," in str(error.value)
+    assert f"--jars {jars.extension_jar().as_uri()}," in str(error.value)

@@ -1,10 +1,12 @@
-"""The seed examples (../shared/seeds) as windowed SQL, each written to a Delta table.
+"""The spec's seed examples as windowed SQL, each written to a Delta table.
 
 Run with `bash python/dev.sh main` (or `sql-ext run-examples`). Sample data: the `data` folder
 beside this file (shipped in the wheel).
 """
 
 from pathlib import Path
+
+from sql_ext.names import string_literal
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -41,7 +43,8 @@ def register_sources(spark) -> None:
                        ("sales", DATA / "sales"),
                        ("customer_orders", DATA / "customer_orders.csv")):
         spark.sql(f"""CREATE OR REPLACE TEMP VIEW {view} USING csv
-                      OPTIONS (path '{path}', header 'true', inferSchema 'true')""")
+                      OPTIONS (path {string_literal(str(path))}, header 'true',
+                               inferSchema 'true')""")
 
 
 def main(spark) -> dict:

@@ -8,8 +8,8 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.catalog.{DropTablePreEvent, ExternalCatalogEvent,
-  ExternalCatalogEventListener, ExternalCatalogWithListener}
+import org.apache.spark.sql.catalyst.catalog.{CatalogUtils, DropTablePreEvent,
+  ExternalCatalogEvent, ExternalCatalogEventListener, ExternalCatalogWithListener}
 import org.apache.spark.sql.streaming.StreamingQuery
 import org.slf4j.LoggerFactory
 
@@ -55,9 +55,11 @@ object StreamCatalog {
     session.sharedState.externalCatalog.tableExists(db, table)
 
   /** Where the table keeps its files, from its catalog entry: no Delta log read (DESCRIBE
-   *  DETAIL loads the table's snapshot, about 0.5 s at every stream start). */
+   *  DETAIL loads the table's snapshot, about 0.5 s at every stream start). A path as Hadoop's
+   *  `new Path(String)` and Delta's `forPath` read it (`file:/a b`), not the entry's URI
+   *  (`file:/a%20b`), which they would encode again (`a%2520b`). */
   def location(session: SparkSession, db: String, table: String): String =
-    session.sharedState.externalCatalog.getTable(db, table).location.toString
+    CatalogUtils.URIToString(session.sharedState.externalCatalog.getTable(db, table).location)
 
   /** The `sql_ext.stream*` properties of a table's catalog entry (empty when it has none or
    *  does not exist). */
