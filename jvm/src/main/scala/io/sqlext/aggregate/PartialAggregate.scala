@@ -135,28 +135,27 @@ final case class IntegralSum(inputType: DataType, ansi: Boolean) extends OneValu
   override def result(p: Partials, i: Int): Any = if (p.n(i) == 0) null else p.acc(i)
 }
 
-/** SUM of FLOAT or DOUBLE, in DOUBLE (a FLOAT widened first, as Spark's Sum casts it). */
-final case class FloatingSum(inputType: DataType) extends OneValue {
-  override def resultType: DataType = DoubleType
+/** Adds its inputs as DOUBLEs, a FLOAT widened first (as Spark's Sum and Average cast it). */
+private[aggregate] sealed trait AddsDoubles extends PartialAggregate {
+  def inputType: DataType
   override def add(p: Partials, i: Int, x: Long): Unit =
     p.acc(i) = bits(double(p.acc(i)) + double(x))
   override def combine(into: Partials, newer: Partials, i: Int): Unit =
     into.acc(i) = bits(double(into.acc(i)) + double(newer.acc(i)))
   override def read(row: InternalRow, ordinal: Int): Long = bits(doubleOf(row, ordinal, inputType))
   override def readValue(value: Any): Long = bits(value.asInstanceOf[Number].doubleValue())
+}
+
+/** SUM of FLOAT or DOUBLE, in DOUBLE. */
+final case class FloatingSum(inputType: DataType) extends OneValue with AddsDoubles {
+  override def resultType: DataType = DoubleType
   override def result(p: Partials, i: Int): Any = if (p.n(i) == 0) null else double(p.acc(i))
 }
 
 /** AVG of FLOAT or DOUBLE: a DOUBLE sum over the count. Partial: the sum (NULL before any
  *  input), the count. */
-final case class FloatingAverage(inputType: DataType) extends PartialAggregate {
+final case class FloatingAverage(inputType: DataType) extends AddsDoubles {
   override def resultType: DataType = DoubleType
-  override def add(p: Partials, i: Int, x: Long): Unit =
-    p.acc(i) = bits(double(p.acc(i)) + double(x))
-  override def combine(into: Partials, newer: Partials, i: Int): Unit =
-    into.acc(i) = bits(double(into.acc(i)) + double(newer.acc(i)))
-  override def read(row: InternalRow, ordinal: Int): Long = bits(doubleOf(row, ordinal, inputType))
-  override def readValue(value: Any): Long = bits(value.asInstanceOf[Number].doubleValue())
   override def result(p: Partials, i: Int): Any =
     if (p.n(i) == 0) null else double(p.acc(i)) / p.n(i)
   override def partialTypes: Seq[DataType] = Seq(DoubleType, LongType)
