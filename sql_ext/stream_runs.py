@@ -4,6 +4,7 @@ STREAMS share), and the small helpers both sides use."""
 from __future__ import annotations
 
 import datetime
+import re
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
@@ -47,10 +48,22 @@ def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
+# Spark's error classes that only wrap another error (a micro-batch's failure, an error in the
+# foreachBatch function that writes it): the error they wrap names the problem.
+_WRAPPING_ERRORS = ("[STREAM_FAILED]", "[FOREACH_BATCH_USER_FUNCTION_ERROR]")
+_ERROR_LINE = re.compile(r"^\s*[\w.$]+(Exception|Error): \[[A-Z][A-Z0-9_.]*\]")
+
+
 def short_error(message: str, limit: int = 2000) -> str:
-    """A stream failure carries the whole stack of every layer: keep its first line and the
-    innermost cause, which name the problem."""
+    """A stream failure carries the whole stack of every layer: keep its first line, the
+    innermost cause and the innermost of Spark's own errors (`...Exception: [CLASS] ...`, as
+    ARITHMETIC_OVERFLOW raised inside the micro-batch's Python function), which name the
+    problem."""
     lines = message.splitlines()
     causes = [line for line in lines if line.lstrip().startswith("Caused by:")]
-    text = "\n".join(lines[:1] + causes[-1:])
+    errors = [line.strip() for line in lines[1:] if _ERROR_LINE.match(line)
+              and not any(wrapper in line for wrapper in _WRAPPING_ERRORS)]
+    kept = lines[:1] + causes[-1:]
+    kept += [line for line in errors[-1:] if line not in "\n".join(kept)]
+    text = "\n".join(kept)
     return text if len(text) <= limit else text[:limit] + " ..."

@@ -208,3 +208,24 @@ def test_a_hung_rewrite_fails_its_statement_in_time_and_the_session_goes_on(spar
         hung.release.set()
         spark.conf.unset("spark.sql_ext.rewriter.timeout")
         bridge.register(spark)
+
+
+def test_a_stream_failure_names_the_error_inside_its_wrappers():
+    """A micro-batch that fails inside the Python function that writes it (here Spark's own
+    ARITHMETIC_OVERFLOW) is wrapped twice (STREAM_FAILED, FOREACH_BATCH_USER_FUNCTION_ERROR);
+    the short error keeps the inner error, which names the problem."""
+    from sql_ext.stream_runs import short_error
+
+    inner = ("pyspark.errors.exceptions.captured.ArithmeticException: [ARITHMETIC_OVERFLOW] "
+             "overflow. SQLSTATE: 22003")
+    failure = "\n".join([
+        "StreamingQueryException: [STREAM_FAILED] Query [id = 1] terminated with exception: "
+        "[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function. "
+        "Return Message: Traceback (most recent call last):",
+        '  File "streaming.py", line 295, in write_batch', inner, "\tat org.apache.spark.X",
+        "Caused by: py4j.Py4JException: An exception was raised by the Python Proxy. Return "
+        "Message: Traceback (most recent call last):", '  File "streaming.py"', inner])
+    short = short_error(failure)
+    assert short.splitlines()[0].startswith("StreamingQueryException: [STREAM_FAILED]")
+    assert short.splitlines()[-1] == inner and short.count("ARITHMETIC_OVERFLOW") == 1
+    assert short_error("[X] plain failure\nCaused by: y: z") == "[X] plain failure\nCaused by: y: z"

@@ -1,7 +1,7 @@
 package io.sqlext.aggregate
 
+import io.sqlext.SqlExtErrors
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.util.MathUtils
 import org.apache.spark.sql.types._
 
 /**
@@ -11,8 +11,11 @@ import org.apache.spark.sql.types._
  * Spark's built-in aggregate of the same name over the same rows:
  *
  *  - COUNT counts non-NULL inputs (COUNT(*) every row): BIGINT, never NULL.
- *  - SUM of an integer type adds in BIGINT; under ANSI an overflow raises Spark's
- *    ARITHMETIC_OVERFLOW (MathUtils.addExact, as Spark's Sum), otherwise it wraps, as Spark's.
+ *  - SUM of an integer type is a BIGINT. It adds exactly (128 bits) and checks the value that
+ *    leaves: under ANSI a sum outside BIGINT raises Spark's ARITHMETIC_OVERFLOW, otherwise it
+ *    wraps, as Spark's Sum. Exact, because a window's running sums pass through tuples about to
+ *    be evicted and through sub-ranges in any order: only the window's own sum decides (Spark's
+ *    sum in one order may already fail on a partial sum; its order depends on partitions).
  *  - SUM of FLOAT or DOUBLE adds in DOUBLE; NaN and infinities propagate as IEEE addition does.
  *  - AVG is a DOUBLE. Of FLOAT or DOUBLE it adds in DOUBLE, as Spark's Average. Of an integer
  *    type it adds exactly (128 bits: no overflow, as Spark's DOUBLE sum has none) and divides
@@ -123,16 +126,41 @@ final case class CountOf(all: Boolean) extends PartialAggregate {
     p.n(i) = values(at).asInstanceOf[Long]
 }
 
-/** SUM of an integer type, in BIGINT: checked under ANSI, wrapping otherwise (Spark's Sum). */
-final case class IntegralSum(inputType: DataType, ansi: Boolean) extends OneValue {
-  override def resultType: DataType = LongType
-  @inline private def plus(a: Long, b: Long): Long = if (ansi) MathUtils.addExact(a, b) else a + b
-  override def add(p: Partials, i: Int, x: Long): Unit = p.acc(i) = plus(p.acc(i), x)
+/** Adds its integer inputs exactly, in 128 bits: `high` and `acc` (the low 64 bits). */
+private[aggregate] sealed trait AddsExactly extends PartialAggregate {
+  def inputType: DataType
+  /** Adds the 128-bit value (`high`, `low`) to partial i of `p`. */
+  @inline protected final def plus(p: Partials, i: Int, high: Long, low: Long): Unit = {
+    val sum = p.acc(i) + low
+    val carry = if (java.lang.Long.compareUnsigned(sum, low) < 0) 1L else 0L
+    p.acc(i) = sum
+    p.high(i) += high + carry
+  }
+  override def add(p: Partials, i: Int, x: Long): Unit = plus(p, i, x >> 63, x)
   override def combine(into: Partials, newer: Partials, i: Int): Unit =
-    into.acc(i) = plus(into.acc(i), newer.acc(i))
+    plus(into, i, newer.high(i), newer.acc(i))
   override def read(row: InternalRow, ordinal: Int): Long = longOf(row, ordinal, inputType)
   override def readValue(value: Any): Long = value.asInstanceOf[Number].longValue()
-  override def result(p: Partials, i: Int): Any = if (p.n(i) == 0) null else p.acc(i)
+  /** Whether the exact sum of partial i fits a BIGINT. */
+  protected final def fits(p: Partials, i: Int): Boolean = p.high(i) == (p.acc(i) >> 63)
+}
+
+/** SUM of an integer type: a BIGINT, exact inside; a sum outside BIGINT raises Spark's
+ *  ARITHMETIC_OVERFLOW under ANSI and wraps otherwise (Spark's Sum), also in its row form (a
+ *  pane's or a map task's sum so far: one BIGINT, as earlier builds stored it). */
+final case class IntegralSum(inputType: DataType, ansi: Boolean) extends OneValue
+    with AddsExactly {
+  override def resultType: DataType = LongType
+  override def result(p: Partials, i: Int): Any = if (p.n(i) == 0) null else {
+    if (ansi && !fits(p, i)) {
+      throw SqlExtErrors.longOverflow()
+    }
+    p.acc(i)
+  }
+  override def load(values: Int => Any, at: Int, p: Partials, i: Int): Unit = {
+    super.load(values, at, p, i)
+    p.high(i) = p.acc(i) >> 63
+  }
 }
 
 /** Adds its inputs as DOUBLEs, a FLOAT widened first (as Spark's Sum and Average cast it). */
@@ -167,29 +195,15 @@ final case class FloatingAverage(inputType: DataType) extends AddsDoubles {
   }
 }
 
-/** AVG of an integer type: the exact sum in 128 bits (`high`, `acc`) over the count. Partial:
- *  the sum's low 64 bits (NULL before any input), the count, the sum's high 64 bits. */
-final case class IntegralAverage(inputType: DataType) extends PartialAggregate {
+/** AVG of an integer type: the exact sum over the count. Partial: the sum's low 64 bits (NULL
+ *  before any input), the count, the sum's high 64 bits. */
+final case class IntegralAverage(inputType: DataType) extends AddsExactly {
   override def resultType: DataType = DoubleType
-  /** Adds the 128-bit value (`high`, `low`) to partial i of `p`. */
-  @inline private def plus(p: Partials, i: Int, high: Long, low: Long): Unit = {
-    val sum = p.acc(i) + low
-    val carry = if (java.lang.Long.compareUnsigned(sum, low) < 0) 1L else 0L
-    p.acc(i) = sum
-    p.high(i) += high + carry
-  }
-  override def add(p: Partials, i: Int, x: Long): Unit = plus(p, i, x >> 63, x)
-  override def combine(into: Partials, newer: Partials, i: Int): Unit =
-    plus(into, i, newer.high(i), newer.acc(i))
-  override def read(row: InternalRow, ordinal: Int): Long = longOf(row, ordinal, inputType)
-  override def readValue(value: Any): Long = value.asInstanceOf[Number].longValue()
   override def result(p: Partials, i: Int): Any = if (p.n(i) == 0) null else {
-    val low = p.acc(i)
-    val high = p.high(i)
     // The exact sum, rounded once: a long when it fits, else through BigInteger.
-    val sum = if (high == (low >> 63)) low.toDouble
-      else java.math.BigInteger.valueOf(high).shiftLeft(64)
-        .add(new java.math.BigInteger(java.lang.Long.toUnsignedString(low))).doubleValue()
+    val sum = if (fits(p, i)) p.acc(i).toDouble
+      else java.math.BigInteger.valueOf(p.high(i)).shiftLeft(64)
+        .add(new java.math.BigInteger(java.lang.Long.toUnsignedString(p.acc(i)))).doubleValue()
     sum / p.n(i)
   }
   override def partialTypes: Seq[DataType] = Seq(LongType, LongType, LongType)

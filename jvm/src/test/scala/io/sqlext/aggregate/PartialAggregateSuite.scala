@@ -75,6 +75,26 @@ class PartialAggregateSuite extends AnyFunSuite {
     assert(both(IntegralSum(LongType, ansi = false), Long.MaxValue, 1L) == Long.MinValue)
   }
 
+  test("SUM of integers checks only the sum itself: partial sums on the way may leave BIGINT") {
+    // A window's running sum passes through tuples about to be evicted, or sub-ranges.
+    val sum = IntegralSum(LongType, ansi = true)
+    assert(both(sum, Long.MaxValue, Long.MaxValue, Long.MinValue, Long.MinValue, 7L) == 5L)
+    val layout = new AggregateLayout(Array[PartialAggregate](sum))
+    val p = layout.empty
+    layout.add(p, 0, Long.MaxValue)
+    layout.add(p, 0, 1L)
+    // Its row form (a pane's sum so far) is one BIGINT: there an overflow is one.
+    intercept[ArithmeticException](layout.partialValues(p))
+    val wrapping = new AggregateLayout(Array[PartialAggregate](IntegralSum(LongType,
+      ansi = false)))
+    val q = wrapping.empty
+    wrapping.add(q, 0, Long.MaxValue)
+    wrapping.add(q, 0, 1L)
+    val back = wrapping.partialsOf(wrapping.partialValues(q).toIndexedSeq, 0)
+    wrapping.add(back, 0, -1L)
+    assert(wrapping.results(back).head == Long.MaxValue) // wraps back, as Spark's Sum
+  }
+
   test("AVG of integers adds exactly: no overflow near the BIGINT limits, one rounding") {
     val avg = IntegralAverage(LongType)
     assert(both(avg, Long.MaxValue, Long.MaxValue) == Long.MaxValue.toDouble)
