@@ -32,7 +32,7 @@ object FilePunctInput {
     val narrow = tuples.select((keys ++ read :+ WindowSpec.FileColumn).distinct
       .map(c => tuples.col(s"`$c`")): _*)
     val schema = narrow.schema
-    val partials = new FiringPartials(spec, schema, Nil)
+    val partials = new FiringPartials(spec, schema)
     val output = PartialsByKey.schema(schema, keys, WindowSpec.FileColumn, partials)
     val keyCount = keys.length
     val file = schema.fieldIndex(WindowSpec.FileColumn)

@@ -21,7 +21,7 @@ class FilePunctProcessor(spec: WindowSpec, input: StructType, metaNames: Seq[Str
     partialsFrom: Int) extends StatefulProcessor[Row, Row, Row] {
 
   @transient private var policy: ValueState[Row] = _
-  private val partials = new FiringPartials(spec, input, spec.partitionColumns)
+  private val partials = new FiringPartials(spec, input)
   private val keyed = spec.partitionColumns.nonEmpty
   private val fileIndex = partialsFrom - 1
 

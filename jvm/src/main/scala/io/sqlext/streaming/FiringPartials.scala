@@ -16,9 +16,8 @@ import org.apache.spark.sql.types._
  * ([[partialSchema]]), and the session's ANSI setting decides integer SUM overflow, as for
  * Spark's own SUM (read here, on the driver, when the stream's plan is made).
  */
-final class FiringPartials(spec: WindowSpec, input: StructType, keyColumns: Seq[String])
+final class FiringPartials(spec: WindowSpec, input: StructType)
     extends Serializable {
-  private val keyIndexes = keyColumns.map(input.fieldIndex)
   private val columns: Array[Int] = spec.aggregates.map { case (_, c) =>
     if (c == "*") -1 else input.fieldIndex(c)
   }.toArray
@@ -38,8 +37,6 @@ final class FiringPartials(spec: WindowSpec, input: StructType, keyColumns: Seq[
   /** The columns of partials in a row (a map task's per pane or file, a pane's state). Their
    *  names and types are those earlier builds wrote, one per partial, so checkpoints resume. */
   def partialSchema: Seq[StructField] = layout.partialFields(j => s"__sx_a$j")
-
-  def keyValues(tuple: Row): Seq[Any] = keyIndexes.map(tuple.get)
 
   /** The aggregates' values over a firing's tuples in Spark's internal form, in arrival order
    *  (the TUMBLING and SLIDING processors'). */

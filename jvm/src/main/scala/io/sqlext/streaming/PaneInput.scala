@@ -114,7 +114,7 @@ final class PaneInput(
       expr(s"unix_micros(`${WindowSpec.EventTimeColumn}`)").as(PaneInput.MicrosColumn)) ++
       beats ++ sourceColumns: _*)
     val schema = narrow.schema
-    val partials = new FiringPartials(spec, schema, Nil)
+    val partials = new FiringPartials(spec, schema)
     val output = PartialsByKey.schema(schema, keys, WindowSpec.FireColumn, partials)
     val (cp, conf, counted) = (checkpoint, hadoopConf, counters)
     val (panes, keyCount) = (geometry, keys.length)

@@ -34,7 +34,7 @@ class PanePartialsProcessor(
 
   @transient private var state: ValueState[Row] = _
 
-  private val partials = new FiringPartials(spec, tuples, Nil)
+  private val partials = new FiringPartials(spec, tuples)
   private val geometry = PaneSpec.of(spec)
   private val rule = PaneRule(geometry, spec.paneEmit)
   private val watermark = SplWatermark(geometry)

@@ -51,7 +51,7 @@ object StreamingWindows {
     // every tuple followed by the firing's columns.
     val output = if (FiringPartials.enabled(spec)) {
       StructType(spec.partitionColumns.map(c => schema(c)) ++ firingColumns ++
-        new FiringPartials(spec, schema, spec.partitionColumns).schema)
+        new FiringPartials(spec, schema).schema)
     } else StructType(schema.fields ++ firingColumns)
     if (FilePunctInput.applies(spec, schema)) {
       val combined = FilePunctInput.combined(input, spec)
@@ -113,7 +113,7 @@ object StreamingWindows {
       val keyCount = spec.partitionColumns.length
       val output = StructType(schema.fields.take(keyCount + 1) ++
         metaNames.map(name => StructField(name, metaType(spec, name, watermarked.schema))) ++
-        new FiringPartials(spec, watermarked.schema, Nil).schema)
+        new FiringPartials(spec, watermarked.schema).schema)
       grouped(combined, spec.partitionColumns)
         .transformWithState(new PanePartialsProcessor(spec, watermarked.schema, metaNames,
           java8Time), TimeMode.EventTime(), OutputMode.Append())(Encoders.row(output))

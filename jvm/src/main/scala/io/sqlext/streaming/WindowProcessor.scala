@@ -165,7 +165,7 @@ object WindowProcessor {
     def meta(f: Firing[Row, InternalRow]) =
       metaValues(metaNames, f.windowId, f.event, order(f.tuples.head), order(f.tuples.last))
     if (FiringPartials.enabled(spec)) {
-      val partials = new FiringPartials(spec, input, spec.partitionColumns)
+      val partials = new FiringPartials(spec, input)
       val keyed = spec.partitionColumns.nonEmpty
       out => f => out += Row.fromSeq((if (keyed) f.key.toSeq else Nil) ++ meta(f) ++
         partials.over(f.tuples))
