@@ -1,8 +1,8 @@
 """Streaming benchmarks (issues 4 and 18), run by bench.py: streaming tables against Spark's own
 streaming `groupBy(k, window(ts, ...))` of the same shape, over the same Delta source:
 
-- both into Delta, and both into Spark's noop sink (ours through the benchmark-only setting
-  spark.sql_ext.bench.sink=noop: every micro-batch computed, nothing committed);
+- both into Delta, and both into Spark's noop sink (ours through this file's noop_sinks, set as
+  the streams' sink wrapper: every micro-batch computed, nothing committed);
 - at each size of --stream-sizes, cut both ways: one append per micro-batch (`per-append`,
   maxFilesPerTrigger 1) and all appends in one micro-batch (`backlog`);
 - with the state-size curve of each of our runs.
@@ -59,8 +59,32 @@ def reader(spark, path: str, cut: str):
     return read.load(path)
 
 
+class NoopTable:
+    """The noop sink of our streams: every micro-batch's rows computed, none committed, as
+    Spark's noop sink measures Spark's own streams."""
+
+    def write(self, rows, batch_id: int, upsert: bool, count: int) -> None:
+        if count:
+            rows.write.format("noop").mode("overwrite").save()
+
+
+class NoopLateRows:
+    """Late rows' files are written by the micro-batch's tasks (as a sink's are); deleted."""
+
+    def __init__(self, late):
+        self.late = late
+
+    def commit(self, spark, batch_id: int) -> None:
+        self.late.discard(spark, batch_id)
+
+
+def noop_sinks(table, late):
+    """spark.sql_ext.streaming.sinkWrapper for sink=noop (sql_ext.streaming.sink.sinks_of)."""
+    return NoopTable(), (NoopLateRows(late) if late is not None else None)
+
+
 # Spark's streams with our checkpoint file manager (a reference, not a target): how much of
-# our lead on a local disk is Spark's local checkpoint files (sql_ext.stream_sink).
+# our lead on a local disk is Spark's local checkpoint files (sql_ext.streaming.sink).
 CHECKPOINT_FILES = "spark.sql.streaming.checkpointFileManagerClass"
 
 
@@ -69,7 +93,7 @@ def native(spark, path: str, cut: str, work: Path, sink: str, window: tuple[str,
     """Spark's own streaming window SUM and MAX, watermark 5 s, into `sink`, AVAILABLE NOW;
     the finished query. `our_checkpoint_files`: with sql-ext's checkpoint file manager."""
     from pyspark.sql import functions as F
-    from sql_ext.stream_sink import STREAM_SETTINGS
+    from sql_ext.streaming.sink import STREAM_SETTINGS
 
     if our_checkpoint_files:
         spark.conf.set(CHECKPOINT_FILES, STREAM_SETTINGS[CHECKPOINT_FILES])
@@ -108,15 +132,16 @@ def ours(spark, path: str, cut: str, work: Path, sink: str, clause: str, column:
          name: str | None = None, replace: bool = False):
     """Our streaming table into `sink`, a new one (`made[-1]`) unless `name` is given (with
     `replace`: CREATE OR REPLACE); the finished query."""
-    from sql_ext.stream_sink import BENCH_SINK
     from sql_ext.streaming import create_streaming_table
+    from sql_ext.streaming.sink import SINK_WRAPPER
 
     reader(spark, path, cut).createOrReplaceTempView("bench_stream")
     stamp = time.time_ns()
     if name is None:
         name = f"bench_stream_out_{stamp}"
         made.append(name)
-    spark.conf.set(BENCH_SINK, sink)
+    if sink == "noop":
+        spark.conf.set(SINK_WRAPPER, "bench_streaming:noop_sinks")
     try:
         query = create_streaming_table(
             spark, name,
@@ -125,7 +150,7 @@ def ours(spark, path: str, cut: str, work: Path, sink: str, clause: str, column:
             location=str(work / f"out_{stamp}"), replace=replace)
         query.awaitTermination()
     finally:
-        spark.conf.unset(BENCH_SINK)
+        spark.conf.unset(SINK_WRAPPER)
     return query
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from pyhive import hive
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # sql_ext, from a checkout
-from sql_ext.thrift import free_port, wait_for_port  # noqa: E402 - after the path it needs
+from sql_ext.server.thrift import free_port, wait_for_port  # noqa: E402 - after the path it needs
 
 CUSTOMERS = ["ann", "bob", "cyd", "dee", "eve", "fay"]
 ROWS = 240  # seq 0..239, customer seq % 6, cost seq % 17, ts = seq * 7 s

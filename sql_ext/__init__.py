@@ -4,10 +4,10 @@
     spark.sql("SELECT SUM(cost) FROM orders WINDOW TUMBLING COUNT(4)").show()
 """
 
-from sql_ext.errors import WindowSqlError
 from sql_ext.metrics import not_windowed_rows, window_metrics
-from sql_ext.rewrite import rewrite as transpile
 from sql_ext.session import configure, session
+from sql_ext.sql.errors import WindowSqlError
+from sql_ext.sql.transpile import transpile
 from sql_ext.udaf import udaf
 
 __all__ = [

@@ -1,5 +1,9 @@
 """`sql-ext` command line: run the seed examples, start the Thrift server, transpile SQL, run
-dbt in a sql-ext session."""
+dbt in a sql-ext session.
+
+The top layer: it may import every other. Each command imports what it runs when it runs, so
+that `sql-ext transpile` and `sql-ext passwd` start without loading pyspark.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +14,8 @@ import sys
 import threading
 
 from sql_ext import jars
-from sql_ext.errors import WindowSqlError
-from sql_ext.rewrite import rewrite
+from sql_ext.sql.errors import WindowSqlError
+from sql_ext.sql.transpile import transpile as transpile_sql
 
 MASTER_HELP = ("Spark's master URL (default local[2]); on a cluster also set SPARK_LOCAL_IP "
                "and PYSPARK_PYTHON for it")
@@ -31,9 +35,10 @@ def run_examples(args) -> int:
 
 
 def thriftserver(args) -> int:
-    from sql_ext import auth
+    from sql_ext import jvm
+    from sql_ext.server import auth
+    from sql_ext.server.thrift import start_thrift_server, thrift_conf
     from sql_ext.session import session
-    from sql_ext.thrift import start_thrift_server, thrift_conf
 
     auth.check_bind(args.host, args.auth, args.insecure_no_auth)
     conf = {**thrift_conf(args.host, args.port), **auth.server_conf(args.auth, args.password_file)}
@@ -56,11 +61,11 @@ def thriftserver(args) -> int:
     # The JVM that PySpark launched serves every connection: if it dies (a crash, the OOM
     # killer), this process must not linger as a server that answers nothing; it exits non-zero
     # so that a supervisor restarts it.
-    jvm = getattr(spark.sparkContext._gateway, "proc", None)
+    driver = jvm.driver_process(spark)
     try:
         while not stop.wait(2.0):
-            if jvm is not None and jvm.poll() is not None:
-                print(f"sql-ext Thrift server: its JVM exited with code {jvm.returncode}; "
+            if driver is not None and driver.poll() is not None:
+                print(f"sql-ext Thrift server: its JVM exited with code {driver.returncode}; "
                       "the server stops", file=sys.stderr, flush=True)
                 return 1
     except KeyboardInterrupt:
@@ -82,7 +87,7 @@ def passwd(args) -> int:
     """Adds a user to a password file, or changes their password."""
     import getpass
 
-    from sql_ext.auth import set_password
+    from sql_ext.server.auth import set_password
 
     if args.password_stdin:
         password = sys.stdin.readline().rstrip("\n")
@@ -101,8 +106,7 @@ def passwd(args) -> int:
 
 def dbt(args) -> int:
     """dbt for `method: session` profiles, in this process on sql-ext's session."""
-    from sql_ext.dbt_runner import run
-
+    from sql_ext.dbt import run
     from sql_ext.session import session
 
     dbt_args = args.dbt_args[1:] if args.dbt_args[:1] == ["--"] else args.dbt_args
@@ -115,7 +119,7 @@ def dbt(args) -> int:
 
 
 def dbt_package(args) -> int:
-    from sql_ext.dbt_runner import package_path
+    from sql_ext.dbt import package_path
 
     print(package_path())
     return 0
@@ -130,7 +134,7 @@ def print_jars(args) -> int:
 def transpile(args) -> int:
     text = args.sql if args.sql != "-" else sys.stdin.read()
     try:
-        print(rewrite(text))
+        print(transpile_sql(text))
     except WindowSqlError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

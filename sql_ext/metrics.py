@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
+from sql_ext import jvm
+
 NAMES = {
     "numNotWindowed": "not_windowed_rows",
     "numFirings": "firings",
@@ -17,9 +19,7 @@ def window_metrics(frame: DataFrame) -> dict:
     """The window operators' metrics of an executed query: not_windowed_rows (NULL DELTA value
     or arrival time), firings, evicted_tuples_dropped (PARTITION EVICTION without EMIT
     EVICTED), peak_partitions (alive at once in one task) and output_rows."""
-    jvm = frame.sparkSession.sparkContext._jvm
-    values = jvm.io.sqlext.execution.WindowMetrics.of(frame._jdf.queryExecution())
-    return {NAMES.get(k, k): int(v) for k, v in dict(values).items()}
+    return {NAMES.get(k, k): v for k, v in jvm.window_metrics(frame).items()}
 
 
 def not_windowed_rows(frame: DataFrame) -> int:

@@ -6,10 +6,12 @@ import os
 import sys
 from pathlib import Path
 
-from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from sql_ext import bridge, catalog, jars, udaf
+from sql_ext import jars, jvm, udaf
+from sql_ext.metastore import (BENIGN_LOG_LINES, METASTORE_ENV, CatalogInUse, catalog_conf,
+                               check_open, java_options, set_aside_unfinished)
+from sql_ext.server import callback
 
 # spark-submit's class loader for the application's jars: it can take more at run time.
 ADDABLE_LOADERS = ("org.apache.spark.util.MutableURLClassLoader",
@@ -24,42 +26,26 @@ def _embedded_environment() -> None:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
-def _driver_running() -> bool:
-    """A driver JVM already runs: spark-submit started it (and passed its gateway port), or
-    an earlier session in this process did. Its class path is fixed by now."""
-    return SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ
-
-
 def _load_into_running_driver(jar_paths: list[str]) -> None:
     """Makes the extension and Delta loadable in a driver JVM that is already running, before
     the session starts: spark-submit runs the application under a class loader that accepts
     more jars, and Spark loads session extensions and catalogs through it."""
-    SparkContext._ensure_initialized()
-    jvm = SparkContext._jvm
-    add_jars(jvm, jvm.java.lang.Thread.currentThread().getContextClassLoader(), jar_paths)
+    add_jars(jvm.driver_class_loader(), jar_paths)
 
 
-def add_jars(jvm, loader, jar_paths: list[str]) -> None:
+def add_jars(loader, jar_paths: list[str]) -> None:
     """Adds `jar_paths` to `loader` unless it loads the extension already; an error with the
     spark-submit arguments when it cannot take jars."""
-    if _loadable(jvm, loader, jars.EXTENSION_CLASS):
+    if jvm.loadable(loader, jars.EXTENSION_CLASS):
         return
-    kind = loader.getClass().getName() if loader is not None else "none"
+    kind = jvm.class_loader_name(loader)
     if kind not in ADDABLE_LOADERS:
         raise RuntimeError(
             f"sql_ext.configure: the Spark driver is already running and its class loader "
             f"({kind}) cannot take sql-ext's jars; start the job with them: spark-submit "
             + " ".join(jars.submit_arguments()) + " ... (`sql-ext jars` prints these)")
     for path in jar_paths:
-        loader.addURL(jvm.java.io.File(path).toURI().toURL())
-
-
-def _loadable(jvm, loader, class_name: str) -> bool:
-    try:
-        jvm.java.lang.Class.forName(class_name, False, loader)
-        return True
-    except Exception:  # py4j's error for a missing class
-        return False
+        jvm.add_jar(loader, path)
 
 
 def configure(builder: SparkSession.Builder) -> SparkSession:
@@ -67,7 +53,7 @@ def configure(builder: SparkSession.Builder) -> SparkSession:
     rewriter, and returns the session: `spark.sql(<windowed SQL>)` then works directly.
     Under spark-submit (client mode) it needs no extra arguments."""
     jar_paths = [str(p) for p in jars.all_jars()]
-    if _driver_running():
+    if jvm.driver_running():
         _load_into_running_driver(jar_paths)
     spark = (
         # The driver's system classpath: the Thrift server closes the class loader of
@@ -83,7 +69,7 @@ def configure(builder: SparkSession.Builder) -> SparkSession:
         raise RuntimeError(
             "sql_ext.configure: a SparkSession without sql-ext already runs in this process and "
             "getOrCreate returned it; stop it (spark.stop()) before calling configure")
-    bridge.register(spark)
+    callback.register(spark)
     udaf.register_all(spark)
     return spark
 
@@ -97,17 +83,17 @@ def session(
 ) -> SparkSession:
     """The embedded default: local Spark, a Delta warehouse (see `jars.default_warehouse`), a
     persistent catalog (an embedded metastore in the warehouse, or `metastore`: see
-    sql_ext.catalog). The warehouse defaults to `jars.default_warehouse()`."""
+    sql_ext.metastore). The warehouse defaults to `jars.default_warehouse()`."""
     _embedded_environment()
     warehouse = Path(warehouse or jars.default_warehouse()).resolve()
     warehouse.mkdir(parents=True, exist_ok=True)
-    if metastore is None and not os.environ.get(catalog.METASTORE_ENV):
-        catalog.set_aside_unfinished(warehouse)
+    if metastore is None and not os.environ.get(METASTORE_ENV):
+        set_aside_unfinished(warehouse)
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.driver.extraJavaOptions", catalog.java_options(warehouse))
+        .config("spark.driver.extraJavaOptions", java_options(warehouse))
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
@@ -115,14 +101,14 @@ def session(
         # Delta's snapshot state defaults to 50 partitions: far too many for local[2].
         .config("spark.databricks.delta.snapshotPartitions", "2")
     )
-    for key, value in {**catalog.catalog_conf(warehouse, metastore), **(conf or {})}.items():
+    for key, value in {**catalog_conf(warehouse, metastore), **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = configure(builder)
-    for logger, pattern in catalog.BENIGN_LOG_LINES.items():
-        bridge.drop_log_lines(spark, logger, pattern)
+    for logger, pattern in BENIGN_LOG_LINES.items():
+        jvm.drop_log_lines(spark, logger, pattern)
     try:
-        catalog.check_open(spark, warehouse)
-    except catalog.CatalogInUse:
+        check_open(spark, warehouse)
+    except CatalogInUse:
         spark.stop()
         raise
     return spark

@@ -41,7 +41,10 @@ from pyspark.sql.pandas.functions import ArrowUDFType
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import DataType, _parse_datatype_string
 
-BATCHED_PREFIX = "__sx_udaf_"
+from sql_ext import jvm
+from sql_ext.sql import udaf_names
+from sql_ext.sql.udaf_names import BATCHED_PREFIX
+
 _registry: dict[str, Udaf] = {}
 
 
@@ -80,10 +83,8 @@ class Udaf:
             grouped = arrow_udf(per_group, return_type, ArrowUDFType.GROUPED_AGG)
         spark.udf.register(BATCHED_PREFIX + self.name, scalar)
         spark.udf.register(self.name, grouped)
-        from sql_ext import bridge  # (bridge -> rewrite -> this module)
-
         for name, wrapped in ((BATCHED_PREFIX + self.name, scalar), (self.name, grouped)):
-            bridge.share_function(spark, name, wrapped._unwrapped._judf)
+            jvm.share_function(spark, name, wrapped)
 
     def __call__(self, *args):
         return self.function(*args)
@@ -96,6 +97,7 @@ def udaf(returns: str, name: str | None = None):
     def wrap(function: Callable) -> Udaf:
         definition = Udaf(name or function.__name__, function, returns)
         _registry[definition.name.lower()] = definition
+        udaf_names.add(definition.name)
         _pickle_by_value(function.__module__)
         active = SparkSession.getActiveSession()
         if active is not None:

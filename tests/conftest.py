@@ -36,7 +36,7 @@ def thrift_server(tmp_path_factory):
     """A `sql-ext thriftserver` process on its own warehouse, for one test module: its port.
     It serves the UDAFs of tests/udafs/team_aggregates.py (--udafs) to every connection."""
     from test_catalog import _kill, _start_server
-    from sql_ext.thrift import free_port
+    from sql_ext.server.thrift import free_port
 
     work = tmp_path_factory.mktemp("thrift_server")
     port = free_port()

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import sql_ext
-from sql_ext.names import string_literal
+from sql_ext.sql.names import string_literal
 from sql_ext.samples import seed_examples
 
 # (id, k, seconds after 2024-01-01, v) per append; after the first the watermark is 111 - 2 =

@@ -12,6 +12,7 @@ import sys
 
 import sql_ext
 from sql_ext.streaming import create_streaming_table
+from sql_ext.streaming.sink import SINK_WRAPPER
 
 QUERY = """
     SELECT k, PANE_START() AS s, PANE_TIMING() AS t, PANE_INDEX() AS i,
@@ -60,6 +61,8 @@ if __name__ == "__main__":
     query = QUERIES[sys.argv[5] if len(sys.argv) > 5 else "panes"]
     spark = sql_ext.session(warehouse=warehouse)
     spark.sparkContext.setLogLevel("ERROR")
+    if os.environ.get("SQL_EXT_FAULT_PAUSE"):  # stop at a point of a batch: fault_sinks.py
+        spark.conf.set(SINK_WRAPPER, "fault_sinks:pausing")
     every = os.environ.get("SQL_EXT_DRIVER_EVERY")
     reader = spark.readStream.format("delta")
     if not every and not os.environ.get("SQL_EXT_DRIVER_BACKLOG"):

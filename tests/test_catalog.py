@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pyhive import hive
 
-from sql_ext.thrift import free_port, wait_for_port
+from sql_ext.server.thrift import free_port, wait_for_port
 
 
 def _python(code: str, cwd, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -27,7 +27,7 @@ def test_a_second_process_on_an_embedded_catalog_is_a_clear_error(spark, tmp_pat
     start = time.monotonic()
     second = _python(f"""
         import sql_ext
-        from sql_ext.catalog import CatalogInUse
+        from sql_ext.metastore import CatalogInUse
         try:
             sql_ext.session(warehouse={warehouse!r})
         except CatalogInUse as error:

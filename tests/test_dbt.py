@@ -14,7 +14,7 @@ import pytest
 from dbt.cli.main import dbtRunner
 from pyhive import hive
 
-from sql_ext.dbt_runner import package_path, run
+from sql_ext.dbt import package_path, run
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dbt"
 LANE_COUNTS_BATCH = """
@@ -223,7 +223,7 @@ def test_a_continuous_model_outlives_dbt_and_is_found_running(thrift_server, tmp
 
 
 def test_streaming_models_in_a_session_profile(spark, tmp_path, monkeypatch):
-    """method: session: dbt runs on this process's sql-ext session (sql_ext.dbt_runner.run),
+    """method: session: dbt runs on this process's sql-ext session (sql_ext.dbt.run),
     exactly once across runs; a continuous trigger is refused with the reason."""
     ansi = spark.conf.get("spark.sql.ansi.enabled")
     project = _project(tmp_path, None, monkeypatch)

@@ -24,7 +24,7 @@ def test_a_micro_batch_is_appended_at_most_once(spark, tmp_path):
     the transactions come from Delta's own state; other streams and later batches still write."""
     import json
 
-    from sql_ext.bridge import delta_batch_append
+    from sql_ext.jvm import delta_batch_append
 
     path = str(tmp_path / "firings")
     rows = spark.range(5).selectExpr("id AS k", "CAST(id AS DOUBLE) AS total")

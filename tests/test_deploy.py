@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from pyhive import hive
 
-from sql_ext.thrift import free_port, wait_for_port
+from sql_ext.server.thrift import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[1]
 JOB = Path(__file__).resolve().parent / "deploy_job.py"
@@ -245,7 +245,7 @@ def test_a_driver_that_cannot_take_jars_gets_the_submit_arguments(spark):
 
     jvm = spark.sparkContext._jvm
     with pytest.raises(RuntimeError) as error:
-        add_jars(jvm, jvm.java.lang.ClassLoader.getPlatformClassLoader(),
+        add_jars(jvm.java.lang.ClassLoader.getPlatformClassLoader(),
                  [str(p) for p in jars.all_jars()])
     assert " ".join(jars.submit_arguments()) in str(error.value)
     assert f"--jars {jars.extension_jar().as_uri()}," in str(error.value)

@@ -167,7 +167,7 @@ class _HungRewriter:
         self.release = threading.Event()
 
     def rewrite(self, sql_text):
-        from sql_ext.bridge import answer
+        from sql_ext.server.callback import answer
 
         if "HANG" in sql_text:
             self.release.wait(120)
@@ -183,7 +183,7 @@ class _HungRewriter:
 def test_a_hung_rewrite_fails_its_statement_in_time_and_the_session_goes_on(spark, readings):
     import time
 
-    from sql_ext import bridge
+    from sql_ext.server import callback
 
     hung = _HungRewriter()
     registry = spark.sparkContext._jvm.io.sqlext.parser.SqlRewriterRegistry
@@ -207,14 +207,14 @@ def test_a_hung_rewrite_fails_its_statement_in_time_and_the_session_goes_on(spar
     finally:
         hung.release.set()
         spark.conf.unset("spark.sql_ext.rewriter.timeout")
-        bridge.register(spark)
+        callback.register(spark)
 
 
 def test_a_stream_failure_names_the_error_inside_its_wrappers():
     """A micro-batch that fails inside the Python function that writes it (here Spark's own
     ARITHMETIC_OVERFLOW) is wrapped twice (STREAM_FAILED, FOREACH_BATCH_USER_FUNCTION_ERROR);
     the short error keeps the inner error, which names the problem."""
-    from sql_ext.stream_runs import short_error
+    from sql_ext.streaming.runs import short_error
 
     inner = ("pyspark.errors.exceptions.captured.ArithmeticException: [ARITHMETIC_OVERFLOW] "
              "overflow. SQLSTATE: 22003")

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from sql_ext.errors import WindowSqlError
+from sql_ext.sql.errors import WindowSqlError
 from sql_ext.streaming import create_streaming_table, stop_stream
 
 T0 = datetime.datetime(2020, 1, 1)

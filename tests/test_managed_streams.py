@@ -9,7 +9,7 @@ import time
 
 import pytest
 from pyhive import hive
-from sql_ext.thrift import free_port
+from sql_ext.server.thrift import free_port
 from test_catalog import _kill, _python, _start_server
 
 COUNTS = ("SELECT k, WINDOW_ID() AS w, COUNT(*) AS n, MIN(seq) AS lo, MAX(seq) AS hi "

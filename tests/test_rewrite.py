@@ -6,8 +6,8 @@ import pytest
 import sqlglot
 
 import sql_ext
-from sql_ext.dialect import SplWindow, SqlExt
-from sql_ext.window_model import validate
+from sql_ext.sql.dialect import SplWindow, SqlExt
+from sql_ext.sql.window_model import validate
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "rewrite.sql"
 

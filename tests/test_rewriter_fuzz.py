@@ -11,8 +11,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sql_ext.bridge import answer
-from sql_ext.dialect import SqlExt
+from sql_ext.server.callback import answer
+from sql_ext.sql.dialect import SqlExt
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rewrite.sql"
 

@@ -8,8 +8,8 @@ import pytest
 from pyspark.errors import AnalysisException
 
 from sql_ext import stream_catalog
-from sql_ext.errors import WindowSqlError
-from sql_ext.stream_catalog import AVAILABLE_NOW, Definition
+from sql_ext.sql.errors import WindowSqlError
+from sql_ext.streaming.catalog import AVAILABLE_NOW, Definition
 from sql_ext.streaming import create_streaming_table, resume, stop_stream, stream_status
 
 QUERY = ("SELECT k, WINDOW_ID() AS w, COUNT(*) AS n FROM STREAM({source}) "

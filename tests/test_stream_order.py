@@ -269,7 +269,7 @@ def test_bigint_sums_past_2_53_are_exact_in_batch_and_streaming(spark, tmp_path)
 def test_partition_eviction_age_is_whole_seconds_on_both_paths(spark):
     """AGE(1.5) acts as AGE(1) in batch replay and on the streaming wall clock: both read the
     one rule, WindowSpec.partitionEvictionPolicy."""
-    from sql_ext.rewrite import lower_parts, parse
+    from sql_ext.sql.transpile import lower_parts, parse
     import json
 
     jvm = spark.sparkContext._jvm
@@ -285,8 +285,8 @@ def test_window_spec_contract_between_python_and_scala(spark):
     every field the JVM reads is written for some window family."""
     import json
 
-    from sql_ext.rewrite import lower_parts, parse
-    from sql_ext.stream_plan import partial_aggregates
+    from sql_ext.sql.transpile import lower_parts, parse
+    from sql_ext.streaming.plan import partial_aggregates
 
     read = set(spark.sparkContext._jvm.io.sqlext.window.WindowSpec.JsonFields().mkString(",")
                .split(","))

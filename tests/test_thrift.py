@@ -11,7 +11,7 @@ import pyspark
 import pytest
 from pyhive import hive
 
-from sql_ext.thrift import free_port, wait_for_port
+from sql_ext.server.thrift import free_port, wait_for_port
 
 WINDOWED = ("SELECT customer, WINDOW_ID() AS n, SUM(cost) AS total FROM thrift_orders "
             "WINDOW TUMBLING COUNT(3) OVER (PARTITION BY customer ORDER BY seq)")
@@ -103,7 +103,7 @@ def test_streaming_table_statements_over_thrift(server):
 def test_a_hive_session_without_the_thrift_address_is_refused_at_once(spark):
     """The test session has the Hive catalog and no thrift_conf: its server would listen on the
     address fixed at session start, so starting one on another port is refused, not awaited."""
-    from sql_ext.thrift import start_thrift_server
+    from sql_ext.server.thrift import start_thrift_server
 
     port = free_port()
     with pytest.raises(ValueError, match=r"fixed when the session starts \(unset:unset\), not "

@@ -14,8 +14,8 @@ import pytest
 from pyhive import hive
 from test_catalog import _kill
 
-from sql_ext.auth import hash_line, set_password
-from sql_ext.thrift import free_port, wait_for_port
+from sql_ext.server.auth import hash_line, set_password
+from sql_ext.server.thrift import free_port, wait_for_port
 
 WINDOWED = ("SELECT k, WINDOW_ID() AS w, COUNT(*) AS n FROM VALUES ('a'), ('a'), ('b'), ('a') "
             "AS t(k) WINDOW TUMBLING COUNT(2) OVER (PARTITION BY k)")

@@ -6,7 +6,7 @@ beside this file (shipped in the wheel).
 
 from pathlib import Path
 
-from sql_ext.names import string_literal
+from sql_ext.sql.names import string_literal
 
 DATA = Path(__file__).resolve().parent / "data"
 

@@ -1,45 +1,24 @@
 package io.sqlext.streaming
 
-import java.time.Instant
-import java.time.temporal.ChronoUnit
-import java.util.concurrent.ConcurrentHashMap
-
 import scala.jdk.CollectionConverters._
 
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.catalog.{CatalogUtils, DropTablePreEvent,
-  ExternalCatalogEvent, ExternalCatalogEventListener, ExternalCatalogWithListener}
-import org.apache.spark.sql.streaming.StreamingQuery
-import org.slf4j.LoggerFactory
+import org.apache.spark.sql.catalyst.catalog.CatalogUtils
 
 /**
  * Streaming tables as objects of the catalog (sql.md section 5). A streaming table's definition
  * and its recorded state are properties of its catalog entry (the metastore's table
  * parameters, under the `sql_ext.stream` prefix), so they outlive the process, and listing the
  * streaming tables of a catalog is one metastore call per database. Python writes the
- * definition; this object keeps the running queries by table so that a DROP TABLE from any
- * session (JDBC, dbt, PySpark) stops its stream first, and records a stream's failure in the
- * catalog when its query dies.
+ * definition and state; the running streams are RunningStreams'.
  */
 object StreamCatalog {
-  private val log = LoggerFactory.getLogger("io.sqlext.streaming")
-
   /** The prefix of every property this object or the Python side writes. */
   val Prefix = "sql_ext.stream"
   val StateKey = s"$Prefix.state"
   val ErrorKey = s"$Prefix.error"
   val ErrorTimeKey = s"$Prefix.error_time"
-
-  private case class Running(session: SparkSession, db: String, table: String,
-      query: StreamingQuery)
-
-  /** Running streams by "db.table" (lower case), and their keys by query id. */
-  private val running = new ConcurrentHashMap[String, Running]()
-  private val byQuery = new ConcurrentHashMap[String, String]()
-  private val listening = java.util.Collections.synchronizedSet(
-    java.util.Collections.newSetFromMap(
-      new java.util.WeakHashMap[ExternalCatalogWithListener, java.lang.Boolean]))
 
   /** [database, table] of a table name as `session` resolves it (current database if none). */
   def identify(session: SparkSession, name: String): Array[String] = {
@@ -92,39 +71,6 @@ object StreamCatalog {
     }.asJava
   }
 
-  /** Records `query` as the stream of db.table, and listens for DROP TABLE on the catalog. */
-  def started(session: SparkSession, db: String, table: String, query: StreamingQuery): Unit = {
-    val catalog = session.sharedState.externalCatalog
-    if (listening.add(catalog)) catalog.addListener(DropStopsStream)
-    val key = s"$db.$table".toLowerCase
-    running.put(key, Running(session, db, table, query))
-    byQuery.put(query.id.toString, key)
-  }
-
-  /** The running query of db.table in this process, or null. */
-  def query(db: String, table: String): StreamingQuery =
-    Option(running.get(s"$db.$table".toLowerCase)).map(_.query).filter(_.isActive).orNull
-
-  /** Called by the progress listener when any query ends: a stream that died records its
-   *  error in the catalog, so SHOW STREAMS of any later process shows it FAILED. */
-  def terminated(queryId: String, error: Option[String]): Unit =
-    Option(byQuery.remove(queryId)).flatMap(key => Option(running.get(key)))
-        .filter(_.query.id.toString == queryId).foreach { r =>
-      running.remove(s"${r.db}.${r.table}".toLowerCase, r)
-      error.foreach { message =>
-        log.error(s"sql_ext stream ${r.db}.${r.table} failed: $message")
-        try {
-          if (r.session.sharedState.externalCatalog.tableExists(r.db, r.table)) {
-            update(r.session, r.db, r.table, Map(StateKey -> "FAILED",
-              ErrorKey -> short(message),
-              ErrorTimeKey -> Instant.now().truncatedTo(ChronoUnit.SECONDS).toString).asJava)
-          }
-        } catch {
-          case e: Exception => log.warn(s"could not record the failure of ${r.db}.${r.table}", e)
-        }
-      }
-    }
-
   /** [last committed batch id, its commit time in ms] of the stream checkpointed at
    *  `checkpoint` (from Spark's commit log), or empty when no batch has committed. */
   def lastCommit(session: SparkSession, checkpoint: String): Array[Long] = {
@@ -140,25 +86,13 @@ object StreamCatalog {
   }
 
   /** A failure's first line and its innermost cause, which name the problem (the stack
-   *  of every layer does not), at most 3,000 characters. */
-  private def short(message: String): String = {
+   *  of every layer does not), at most ShortErrorLimit characters (as Python's short_error). */
+  def shortError(message: String): String = {
     val lines = message.linesIterator.toSeq
     val cause = lines.filter(_.trim.startsWith("Caused by:")).lastOption
-    (lines.take(1) ++ cause).mkString("\n").take(3000)
+    (lines.take(1) ++ cause).mkString("\n").take(ShortErrorLimit)
   }
 
-  /** DROP TABLE of a streaming table, from any session: its stream stops before the drop. */
-  private object DropStopsStream extends ExternalCatalogEventListener {
-    override def onEvent(event: ExternalCatalogEvent): Unit = event match {
-      case DropTablePreEvent(db, table) =>
-        Option(running.remove(s"$db.$table".toLowerCase)).foreach { r =>
-          byQuery.remove(r.query.id.toString)
-          if (r.query.isActive) {
-            log.info(s"sql_ext stream $db.$table stops: its table is dropped")
-            r.query.stop()
-          }
-        }
-      case _ =>
-    }
-  }
+  /** The longest error a catalog entry records (sql_ext.sql.contract.SHORT_ERROR_LIMIT). */
+  val ShortErrorLimit = 2000
 }

@@ -59,7 +59,7 @@ object StreamProgress {
   private object Listener extends StreamingQueryListener {
     override def onQueryStarted(event: QueryStartedEvent): Unit = ()
     override def onQueryTerminated(event: QueryTerminatedEvent): Unit =
-      StreamCatalog.terminated(event.id.toString, event.exception)
+      RunningStreams.terminated(event.id.toString, event.exception)
 
     override def onQueryProgress(event: QueryProgressEvent): Unit = {
       val p = event.progress

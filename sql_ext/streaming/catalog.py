@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-from sql_ext import bridge
-from sql_ext.names import quote
+from sql_ext import jvm
+from sql_ext.sql.names import quote
 
 PREFIX = "sql_ext.stream"
 QUERY_PART = 3000  # metastore parameter values were VARCHAR(4000) in older schemas
@@ -143,23 +143,22 @@ class Entry:
 
 def identify(spark: SparkSession, name: str) -> tuple[str, str]:
     """(database, table) of `name` as `spark` resolves it, in the catalog's spelling."""
-    db, table = bridge.stream_catalog(spark).identify(spark._jsparkSession, name)
-    return db, table
+    return jvm.catalog_identify(spark, name)
 
 
 def exists(spark: SparkSession, db: str, table: str) -> bool:
     """Whether the catalog has the table (also when its files are gone)."""
-    return bool(bridge.stream_catalog(spark).exists(spark._jsparkSession, db, table))
+    return jvm.catalog_exists(spark, db, table)
 
 
 def location(spark: SparkSession, db: str, table: str) -> str:
     """Where the table keeps its files (its catalog entry's location), once per stream start."""
-    return str(bridge.stream_catalog(spark).location(spark._jsparkSession, db, table))
+    return jvm.catalog_location(spark, db, table)
 
 
 def read(spark: SparkSession, db: str, table: str) -> dict[str, str]:
     """The table's sql_ext.stream properties ({} for a table that is not a streaming table)."""
-    return dict(bridge.stream_catalog(spark).properties(spark._jsparkSession, db, table))
+    return jvm.catalog_properties(spark, db, table)
 
 
 def entry(db: str, table: str, props: dict[str, str]) -> Entry:
@@ -170,8 +169,7 @@ def entry(db: str, table: str, props: dict[str, str]) -> Entry:
 
 def write(spark: SparkSession, db: str, table: str, changes: dict[str, str | None]) -> None:
     """Sets properties of the table's catalog entry; a None value removes one."""
-    bridge.stream_catalog(spark).update(spark._jsparkSession, db, table,
-                                        bridge.java_map(spark, changes))
+    jvm.catalog_update(spark, db, table, changes)
 
 
 def define(spark: SparkSession, db: str, table: str, definition: Definition,
@@ -196,7 +194,7 @@ def defined(definition: Definition, stream_id: str,
     return props
 
 
-# The window of a streaming table as window_state() reads it (io.sqlext.streaming.WindowState).
+# The window of a streaming table as window_state() reads it (the JVM's WindowState).
 WINDOW_PROPERTY = f"{PREFIX}.window"
 
 
@@ -228,14 +226,9 @@ def record_failure(spark: SparkSession, entry: Entry, message: str, when: str) -
 
 def entries(spark: SparkSession) -> list[Entry]:
     """Every streaming table of the catalog (one metastore call per database)."""
-    found = []
-    for row in bridge.stream_catalog(spark).list(spark._jsparkSession):
-        row = list(row)
-        found.append(entry(row[0], row[1], dict(zip(row[2::2], row[3::2]))))
-    return found
+    return [entry(db, table, props) for db, table, props in jvm.catalog_list(spark)]
 
 
 def last_commit(spark: SparkSession, checkpoint: str) -> tuple[int, int] | None:
     """(batch id, commit time in ms) of the stream's last committed micro-batch, or None."""
-    found = list(bridge.stream_catalog(spark).lastCommit(spark._jsparkSession, checkpoint))
-    return (found[0], found[1]) if found else None
+    return jvm.last_commit(spark, checkpoint)

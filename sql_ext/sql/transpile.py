@@ -25,10 +25,10 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from sql_ext import udaf
-from sql_ext.dialect import SqlExt, has_window_clause
-from sql_ext.errors import WindowSqlError, error_at_node
-from sql_ext.window_model import WindowModel, duration_seconds, validate
+from sql_ext.sql import udaf_names
+from sql_ext.sql.dialect import SqlExt, has_window_clause
+from sql_ext.sql.errors import WindowSqlError, error_at_node
+from sql_ext.sql.window_model import WindowModel, duration_seconds, validate
 
 TABLE_FUNCTION = "sql_ext_window"
 PANE_FUNCTIONS = {
@@ -73,7 +73,7 @@ def _readable(description: str, near: str | None) -> str:
     return f"syntax error near '{near}': {what}" if near else f"syntax error: {what}"
 
 
-def rewrite(sql: str) -> str:
+def transpile(sql: str) -> str:
     """Plain Spark SQL for `sql`; text without a window clause comes back unchanged."""
     if not has_window_clause(sql):
         return sql
@@ -232,7 +232,7 @@ def _batched_udaf_call(call: exp.Anonymous) -> exp.Expression:
     else:
         any_null = exp.or_(*[exp.Is(this=a.copy(), expression=exp.null()) for a in args])
         collected = exp.If(this=any_null, true=exp.null(), false=exp.func("struct", *args))
-    return exp.Anonymous(this=udaf.BATCHED_PREFIX + call.name.lower(),
+    return exp.Anonymous(this=udaf_names.BATCHED_PREFIX + call.name.lower(),
                          expressions=[exp.func("collect_list", collected)])
 
 
@@ -304,7 +304,7 @@ def lower_parts(select: exp.Select, streaming: bool = False) -> LoweredWindow:
             if function not in meta:
                 meta.append(function)
             return exp.column(column)
-        if isinstance(node, exp.Anonymous) and node.name.lower() in udaf.registered():
+        if isinstance(node, exp.Anonymous) and node.name.lower() in udaf_names.registered():
             return _batched_udaf_call(node)
         if isinstance(node, exp.Column) and node.table:
             return exp.column(node.name, quoted=node.this.quoted)  # the source is now __sx_w

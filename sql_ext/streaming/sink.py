@@ -9,17 +9,15 @@ once.
 
 from __future__ import annotations
 
-import os
-import time
-from contextlib import contextmanager
+import importlib
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from sql_ext import bridge
-from sql_ext.errors import WindowSqlError
-from sql_ext.names import string_literal
+from sql_ext import jvm
+from sql_ext.sql.errors import WindowSqlError
+from sql_ext.sql.names import string_literal
 
 
 def create_table(spark: SparkSession, name: str, schema: StructType, location: str | None,
@@ -37,7 +35,7 @@ def create_table(spark: SparkSession, name: str, schema: StructType, location: s
         set_properties(spark, name, properties or {})
         return
     # A new table: one DDL statement, one Delta commit of its metadata, no Spark job.
-    columns = spark._jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()).toDDL()
+    columns = jvm.table_ddl(spark, schema)
     clauses = [f"CREATE TABLE {name} ({columns}) USING DELTA"]
     if partitioned_by:
         clauses.append(f"PARTITIONED BY ({', '.join(map(_quoted, partitioned_by))})")
@@ -68,7 +66,7 @@ def _property_pairs(properties: dict[str, str]) -> str:
 
 
 # Settings of every streaming table's own session (a copy of the creating session, made when
-# the stream starts), unless the session sets them: RocksDB commits a changelog of the
+# the stream starts: jvm.stream_session), unless the creating session sets them: RocksDB commits a changelog of the
 # micro-batch's changes instead of a snapshot of the whole store (half the commit time here;
 # snapshots are still written in the background). Checkpoints written without it resume.
 # Checkpoint files on a local disk are written without Hadoop's forks of `chmod` (30-40 ms a
@@ -78,23 +76,6 @@ STREAM_SETTINGS = {
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
     "spark.sql.streaming.checkpointFileManagerClass": "io.sqlext.streaming.LocalCheckpointFiles",
 }
-
-
-@contextmanager
-def stream_settings(spark: SparkSession):
-    """STREAM_SETTINGS in `spark` while a stream starts (it copies them), then as they were."""
-    unset = [key for key in STREAM_SETTINGS if spark.conf.get(key, None) is None]
-    for key in unset:
-        spark.conf.set(key, STREAM_SETTINGS[key])
-    try:
-        yield
-    finally:
-        for key in unset:
-            spark.conf.unset(key)
-
-
-# A session setting for benchmarks: "noop" computes every micro-batch's rows and writes none.
-BENCH_SINK = "spark.sql_ext.bench.sink"
 
 
 class DeltaSink:
@@ -110,15 +91,11 @@ class DeltaSink:
         if count == 0:
             return
         session = rows.sparkSession
-        if session.conf.get(BENCH_SINK, "delta") == "noop":
-            # Benchmarks only: everything but the Delta commit, as Spark's noop sink measures.
-            rows.write.format("noop").mode("overwrite").save()
-            return
         if not upsert:
             # A file per half million rows: a micro-batch's few firings in one file, not one
             # per shuffle partition (each small file costs the commit more than its rows). At
             # most once per (stream, batch), checked without Delta's state reconstruction.
-            bridge.delta_batch_append(rows.coalesce(count // 500_000 + 1), self.location,
+            jvm.delta_batch_append(rows.coalesce(count // 500_000 + 1), self.location,
                                       self.app_id, batch_id)
             return
         # Idempotent per micro-batch: Delta skips a (txnAppId, txnVersion) it already committed.
@@ -148,7 +125,7 @@ def create_late_table(spark: SparkSession, name: str, schema: StructType,
         if replace:
             spark.sql(f"DELETE FROM {name}")
         return
-    columns = spark._jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()).toDDL()
+    columns = jvm.table_ddl(spark, schema)
     spark.sql(f"CREATE TABLE {name} ({columns}) USING DELTA")
 
 
@@ -163,28 +140,29 @@ class LateRowsSink:
         self.app_id = app_id
 
     def commit(self, spark: SparkSession, batch_id: int) -> None:
-        # Benchmarks' noop sink: the files are written (as a sink's are), then deleted.
-        noop = spark.conf.get(BENCH_SINK, "delta") == "noop"
-        bridge.commit_late_rows(spark, self.checkpoint, self.app_id, batch_id, discard=noop)
+        jvm.commit_late_rows(spark, self.checkpoint, self.app_id, batch_id)
+
+    def discard(self, spark: SparkSession, batch_id: int) -> None:
+        """Deletes the late rows' files of micro-batch `batch_id` instead (a benchmark's)."""
+        jvm.commit_late_rows(spark, self.checkpoint, self.app_id, batch_id, discard=True)
 
 
 def _quoted(column: str) -> str:
     return "`" + column.replace("`", "``") + "`"
 
 
-def fault_stage() -> str:
-    """The stage of a micro-batch at which the test hook fault_point stops ("written")."""
-    return os.environ.get("SQL_EXT_FAULT_STAGE", "written")
+# A setting naming a function, "module:function", that wraps the sinks of the streams a session
+# starts: function(table_sink, late_sink or None) -> (table_sink, late_sink). Tests stop a
+# stream between two commits with it (tests/fault_sinks.py), the streaming benchmark measures
+# everything but the commits (python/bench_streaming.py). Not a user setting.
+SINK_WRAPPER = "spark.sql_ext.streaming.sinkWrapper"
 
 
-def fault_point(batch_id: int, stage: str = "written") -> None:
-    """Test hook: with SQL_EXT_FAULT_PAUSE=<file>, the first batch whose write committed (from
-    batch SQL_EXT_FAULT_BATCH on, default 0) writes its id to <file> and waits there to be
-    killed (before its offsets are committed). SQL_EXT_FAULT_STAGE=firings stops a stream with
-    LATE ROWS INTO between the commit of its firings and that of its late rows instead."""
-    marker = os.environ.get("SQL_EXT_FAULT_PAUSE")
-    if marker and not os.path.exists(marker) and stage == fault_stage() \
-            and batch_id >= int(os.environ.get("SQL_EXT_FAULT_BATCH", "0")):
-        with open(marker, "w") as out:
-            out.write(str(batch_id))
-        time.sleep(3600)
+def sinks_of(spark: SparkSession, table: DeltaSink, late: LateRowsSink | None) -> tuple:
+    """The sinks a stream started from `spark` writes to: (table, late), as SINK_WRAPPER
+    wraps them."""
+    wrapper = spark.conf.get(SINK_WRAPPER, None)
+    if not wrapper:
+        return table, late
+    module, _, function = wrapper.partition(":")
+    return getattr(importlib.import_module(module), function)(table, late)

@@ -1,4 +1,4 @@
-"""dbt with sql-ext: where the dbt package is, and dbt runs for `method: session`.
+"""dbt runs for `method: session`, and where the dbt package is.
 
 Under dbt-spark's `method: session`, dbt runs its SQL in a Spark session of its own Python
 process. sql-ext's SQL needs the extension's Python rewriter registered in that process, which
@@ -15,7 +15,9 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-PACKAGE = Path(__file__).with_name("dbt_package")
+from sql_ext.session import session
+
+PACKAGE = Path(__file__).with_name("package")
 # Set while dbt runs in this process: the streaming_table materialization refuses continuous
 # triggers under it (a stream in dbt's own process would die when dbt returns).
 IN_PROCESS_CONF = "spark.sql_ext.dbt.in_process"
@@ -35,8 +37,6 @@ def run(args: list[str], spark: SparkSession | None = None, **session_options):
         raise RuntimeError("dbt is not installed here: pip install 'sql-ext[dbt]' (dbt-core "
                            "1.11 with dbt-spark[PyHive,session] 1.11)") from error
     if spark is None:
-        from sql_ext.session import session
-
         spark = session(**session_options)
     spark.conf.set(IN_PROCESS_CONF, "true")
     try:

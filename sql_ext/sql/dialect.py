@@ -29,7 +29,7 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.parsers.spark import SparkParser
 from sqlglot.tokens import TokenType
 
-from sql_ext.errors import error_at
+from sql_ext.sql.errors import error_at
 
 WINDOW_KINDS = ("TUMBLING", "SLIDING", "TIME_INTERVAL")
 POLICIES = ("COUNT", "DELTA", "TIME", "PUNCT")

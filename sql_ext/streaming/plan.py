@@ -2,7 +2,7 @@
 taken apart into the tuples the window processor reads (helper columns, only the columns the
 aggregation reads), and the aggregation over each micro-batch's firings, merging one partial
 row per firing where every aggregate has partials. Pure sqlglot, except two questions to the
-JVM through the bridge (the firings' operator, which aggregates have partials).
+JVM through sql_ext.jvm (the firings' operator, which aggregates have partials).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
 
-from sql_ext import bridge
-from sql_ext.errors import WindowSqlError
-from sql_ext.names import table_key
-from sql_ext.rewrite import LoweredWindow, lower_parts, parse, stream_source
+from sql_ext import jvm
+from sql_ext.sql.errors import WindowSqlError
+from sql_ext.sql.names import table_key
+from sql_ext.sql.transpile import LoweredWindow, lower_parts, parse, stream_source
 
 log = logging.getLogger("sql_ext")
 # The column that identifies a pane's row when the SELECT list does not carry the partition
@@ -149,7 +149,7 @@ def partial_aggregates(lowered: LoweredWindow, schema: dict[str, str],
         facts.append({"function": call.sql_name().lower(), "type": input_type,
                       "distinct": distinct, "filtered": isinstance(call.parent, exp.Filter)})
         calls.append(call)
-    if not facts or bridge.partial_aggregate_kinds(spark, facts) is None:
+    if not facts or jvm.partial_aggregate_kinds(spark, facts) is None:
         return None
     columns = {id(call): (fact["function"], "*" if isinstance(call.this, exp.Star)
                           else call.this.name) for call, fact in zip(calls, facts)}
@@ -226,14 +226,14 @@ class StreamPlan:
 
     def late_schema(self):
         """The LATE ROWS INTO table's columns."""
-        return bridge.late_rows_schema(self.tuples)
+        return jvm.late_rows_schema(self.tuples)
 
     def firings_into(self, spark: SparkSession, late_location: str | None) -> DataFrame:
         """The stream of firings to run; with LATE ROWS INTO, writing its late rows into the
         table at `late_location` (before the shuffle: they never travel with the firings)."""
         if not self.late_rows:
             return self.firings
-        return bridge.stream_firings(spark, self.tuples, self.spec, self.checkpoint,
+        return jvm.stream_firings(spark, self.tuples, self.spec, self.checkpoint,
                                      late_location)
 
 
@@ -268,7 +268,7 @@ def plan_stream(spark: SparkSession, name: str, query: str, trigger: str | float
         lowered, {f.name: f.dataType.simpleString() for f in tuples.schema.fields}, spark)
     if partials:
         lowered.spec["aggregates"] = partials
-    firings = bridge.stream_firings(spark, tuples, lowered.spec, checkpoint)
+    firings = jvm.stream_firings(spark, tuples, lowered.spec, checkpoint)
     firings_view = view_name("firings", name)
     outer = lowered.outer
     outer.set("from_", exp.From(this=exp.to_table(firings_view)))

@@ -19,6 +19,8 @@ import secrets
 import socket
 from pathlib import Path
 
+from sql_ext import jvm
+
 AUTHENTICATOR = "io.sqlext.auth.PasswordFileAuthenticator"
 FILE_PROPERTY = "sql_ext.auth.password_file"  # read by the authenticator (a JVM property)
 ITERATIONS = 200_000
@@ -77,6 +79,6 @@ def server_conf(auth: str, password_file: str | None) -> dict[str, str]:
 def install(spark, password_file: str) -> None:
     """Points the JVM's authenticator at the password file, and names the class where
     HiveServer2's fresh HiveConf looks for it (system properties)."""
-    system = spark.sparkContext._jvm.java.lang.System
-    system.setProperty(FILE_PROPERTY, str(Path(password_file).resolve()))
-    system.setProperty("hive.server2.custom.authentication.class", AUTHENTICATOR)
+    jvm.set_system_properties(spark, {
+        FILE_PROPERTY: str(Path(password_file).resolve()),
+        "hive.server2.custom.authentication.class": AUTHENTICATOR})

@@ -10,6 +10,8 @@ import time
 
 from pyspark.sql import SparkSession
 
+from sql_ext import jvm
+
 log = logging.getLogger("sql_ext")
 
 
@@ -45,14 +47,9 @@ def start_thrift_server(spark: SparkSession, host: str = "127.0.0.1", port: int 
     """Starts HiveThriftServer2 on (host, port) over `spark`'s context; returns the server. A
     session with the Hive catalog must have been built with `conf=thrift_conf(host, port)`."""
     _check_hive_address(spark, host, port)
-    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
-    hadoop.set("hive.server2.thrift.bind.host", host)
-    hadoop.set("hive.server2.thrift.port", str(port))
     spark.conf.set("hive.server2.thrift.bind.host", host)
     spark.conf.set("hive.server2.thrift.port", str(port))
-    jvm = spark.sparkContext._jvm
-    server = jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2.startWithContext(
-        spark._jsparkSession.sqlContext())
+    server = jvm.start_thrift_server(spark, host, port)
     wait_for_port(host, port)
     log.info("sql_ext Thrift server listening on %s:%s", host, port)
     return server
@@ -70,7 +67,7 @@ def _check_hive_address(spark: SparkSession, host: str, port: int) -> None:
         raise ValueError(
             f"this session uses the Hive catalog, whose Thrift address is fixed when the session "
             f"starts ({fixed[0] or 'unset'}:{fixed[1] or 'unset'}), not {host}:{port}: build it "
-            f"with conf=sql_ext.thrift.thrift_conf({host!r}, {port}), as sql-ext thriftserver does")
+            f"with conf=sql_ext.server.thrift.thrift_conf({host!r}, {port}), as sql-ext thriftserver does")
 
 
 def wait_for_port(host: str, port: int, timeout: float = 60.0) -> None:

@@ -7,7 +7,7 @@ import re
 
 from sqlglot import exp
 
-from sql_ext.errors import WindowSqlError
+from sql_ext.sql.errors import WindowSqlError
 
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 

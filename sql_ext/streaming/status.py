@@ -7,16 +7,12 @@ import datetime
 
 from pyspark.sql import SparkSession
 
-from sql_ext import bridge
-from sql_ext import stream_catalog as catalog
-from sql_ext.stream_catalog import Entry
-from sql_ext.stream_plan import late_rows_table
-from sql_ext.stream_runs import named_entry, now, runs, short_error
-
-STREAM_COLUMNS = ("name", "state", "trigger", "batch", "rows_in", "rows_out", "watermark",
-                  "state_rows", "state_bytes", "late_dropped", "not_windowed",
-                  "out_of_order_rows", "last_progress", "last_error", "last_error_time",
-                  "checkpoint", "location")
+from sql_ext import jvm
+from sql_ext.sql.contract import STREAM_COLUMNS
+from sql_ext.streaming import catalog, runs
+from sql_ext.streaming.catalog import Entry
+from sql_ext.streaming.plan import late_rows_table
+from sql_ext.streaming.runs import named_entry, now, short_error
 
 
 def show_streams(spark: SparkSession) -> list[dict]:
@@ -33,16 +29,13 @@ def stream_status(spark: SparkSession, name: str) -> dict:
 
 def state_curve(spark: SparkSession, name: str) -> list[tuple[int, int]]:
     """(batch id, rows in the state store) of each micro-batch of this process's latest run."""
-    run = runs[named_entry(spark, name, "state_curve").key]
-    flat = list(bridge.stream_progress(spark).stateCurve(str(run.query.id)))
-    return list(zip(flat[::2], flat[1::2]))
+    run = runs.latest(spark, named_entry(spark, name, "state_curve"))
+    return [] if run is None else jvm.state_curve(spark, run.query)
 
 
 def _status(spark: SparkSession, entry: Entry) -> dict:
     definition = entry.definition
-    run = runs.get(entry.key)
-    if run is not None and run.entry.stream_id != entry.stream_id:
-        run = None  # a run of a table since dropped and created again
+    run = runs.latest(spark, entry)
     status = dict.fromkeys(STREAM_COLUMNS)
     status.update(name=entry.name, trigger=definition.trigger_text(),
                   checkpoint=definition.checkpoint, last_error=entry.error,
@@ -50,9 +43,8 @@ def _status(spark: SparkSession, entry: Entry) -> dict:
     if run is not None:
         progress = run.query.lastProgress or {}
         states = progress.get("stateOperators", [])
-        late, not_windowed, out_of_order = bridge.stream_progress(spark).dropped(
-            run.spark._jsparkSession, definition.checkpoint)
-        status.update(rows_in=bridge.stream_progress(spark).rowsIn(str(run.query.id)),
+        late, not_windowed, out_of_order = jvm.dropped_rows(spark, definition.checkpoint)
+        status.update(rows_in=jvm.rows_in(spark, run.query),
                       rows_out=run.rows_out, location=run.location,
                       watermark=(progress.get("eventTime") or {}).get("watermark"),
                       state_rows=sum(op.get("numRowsTotal", 0) for op in states),

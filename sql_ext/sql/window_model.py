@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from sql_ext.dialect import SplPolicy, SplWindow
-from sql_ext.errors import WindowSqlError, error_at_node
+from sql_ext.sql.dialect import SplPolicy, SplWindow
+from sql_ext.sql.errors import WindowSqlError, error_at_node
 
 SECONDS_PER_UNIT = {
     "MICROSECOND": 1e-6, "MILLISECOND": 1e-3, "SECOND": 1.0, "MINUTE": 60.0,

@@ -20,7 +20,7 @@ import shlex
 import time
 from pathlib import Path
 
-from sql_ext.errors import WindowSqlError
+from sql_ext.sql.errors import WindowSqlError
 
 METASTORE_ENV = "SQL_EXT_METASTORE"
 

@@ -1,0 +1,345 @@
+"""Every call from Python into the JVM, one way: a function per call, with Python types in and
+out. No other module touches py4j (`_jvm`, `_jdf`, `_jsparkSession`, ...): tests/test_layers.py
+fails on one that does.
+
+The calls the other way (the JVM's parser asking the Python rewriter, running a streaming
+statement) arrive in sql_ext.server.callback.
+
+May import: pyspark and py4j; from sql_ext, nothing but sql_ext.sql.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from pyspark import SparkContext
+from pyspark.java_gateway import ensure_callback_server_started
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.types import StructType
+
+# The extension's Scala objects that Python calls, by fully qualified name.
+REWRITER_REGISTRY = "io.sqlext.parser.SqlRewriterRegistry"
+PARTIAL_AGGREGATES = "io.sqlext.aggregate.PartialAggregates"
+STREAMING_WINDOWS = "io.sqlext.streaming.StreamingWindows"
+LATE_ROW_FILES = "io.sqlext.streaming.LateRowFiles"
+DELTA_BATCH_APPEND = "io.sqlext.streaming.DeltaBatchAppend"
+STREAM_CATALOG = "io.sqlext.streaming.StreamCatalog"
+STREAM_PROGRESS = "io.sqlext.streaming.StreamProgress"
+RUNNING_STREAMS = "io.sqlext.streaming.RunningStreams"
+PROCESS_FUNCTIONS = "io.sqlext.analysis.ProcessFunctions"
+WINDOW_METRICS = "io.sqlext.execution.WindowMetrics"
+SCALA_OBJECTS = (REWRITER_REGISTRY, PARTIAL_AGGREGATES, STREAMING_WINDOWS, LATE_ROW_FILES,
+                 DELTA_BATCH_APPEND, STREAM_CATALOG, STREAM_PROGRESS, PROCESS_FUNCTIONS,
+                 WINDOW_METRICS, RUNNING_STREAMS)
+
+
+def _object(spark: SparkSession, name: str):
+    """The JVM class (a Scala object's static forwarders) `name` of `spark`'s driver."""
+    found = spark.sparkContext._jvm
+    for part in name.split("."):
+        found = getattr(found, part)
+    return found
+
+
+def _session(spark: SparkSession):
+    return spark._jsparkSession
+
+
+# -- the rewriter and functions -------------------------------------------------------------
+
+def register_rewriter(spark: SparkSession, rewriter) -> None:
+    """Registers `rewriter` (a py4j callback implementing io.sqlext.parser.SqlRewriter) with
+    the JVM's RewritingParser."""
+    ensure_callback_server_started(spark.sparkContext._gateway)
+    try:
+        _object(spark, REWRITER_REGISTRY).register(rewriter)
+    except Exception as error:  # py4j reports a missing class as a generic error
+        raise RuntimeError(
+            "the sql_ext extension jar is not on this session's classpath: build the session "
+            "with sql_ext.session() or sql_ext.configure(builder)") from error
+
+
+def gateway_id(spark: SparkSession) -> int:
+    """One number per py4j gateway (one driver JVM) of this process."""
+    return id(spark.sparkContext._gateway)
+
+
+def session_of(jsession) -> SparkSession:
+    """The Python session of a JVM session handed to a callback."""
+    return SparkSession(SparkContext._active_spark_context, jsession)
+
+
+def share_function(spark: SparkSession, name: str, function) -> None:
+    """Makes a registered Python UDF (a pyspark UserDefinedFunction) callable in every session
+    the process creates from now on: the Thrift server's JDBC sessions."""
+    _object(spark, PROCESS_FUNCTIONS).share(name, function._unwrapped._judf)
+
+
+def partial_aggregate_kinds(spark: SparkSession, facts: list[dict]) -> str | None:
+    """PartialAggregates' decision (shared with the batch rule) for the aggregates `facts`."""
+    return _object(spark, PARTIAL_AGGREGATES).kindsJson(json.dumps(facts))
+
+
+def window_metrics(frame: DataFrame) -> dict[str, int]:
+    """The window operators' metrics of an executed query, by their JVM names."""
+    values = _object(frame.sparkSession, WINDOW_METRICS).of(frame._jdf.queryExecution())
+    return {key: int(value) for key, value in dict(values).items()}
+
+
+def table_ddl(spark: SparkSession, schema: StructType) -> str:
+    """The column list of a CREATE TABLE for `schema`, as Spark writes it."""
+    data_type = spark.sparkContext._jvm.org.apache.spark.sql.types.DataType
+    return data_type.fromJson(schema.json()).toDDL()
+
+
+# -- streaming windows and their writes ------------------------------------------------------
+
+def stream_firings(spark: SparkSession, tuples: DataFrame, spec: dict, checkpoint: str,
+                   late_location: str | None = None) -> DataFrame:
+    """The stream of firings of the window `spec` over the stream `tuples`; with LATE ROWS
+    INTO, its late rows go to files of the table at `late_location` (None: a plan for the
+    firings' columns only, never run)."""
+    return DataFrame(_object(spark, STREAMING_WINDOWS).firings(
+        tuples._jdf, json.dumps(spec), checkpoint, late_location), spark)
+
+
+def late_rows_schema(tuples: DataFrame) -> StructType:
+    """LATE ROWS INTO: the late table's columns for a streaming window over `tuples`."""
+    return StructType.fromJson(json.loads(
+        _object(tuples.sparkSession, STREAMING_WINDOWS).lateRowsSchema(tuples._jdf)))
+
+
+def commit_late_rows(spark: SparkSession, checkpoint: str, app_id: str, batch_id: int,
+                     discard: bool = False) -> int:
+    """LateRowFiles.commit: the late rows that micro-batch `batch_id` of the stream at
+    `checkpoint` wrote, committed to their table as batch `batch_id` of `app_id` at most once
+    (or deleted, `discard`); how many rows it committed."""
+    return int(_object(spark, LATE_ROW_FILES).commit(
+        _session(spark), checkpoint, app_id, batch_id, app_id, discard))
+
+
+def delta_batch_append(rows: DataFrame, path: str, app_id: str, batch_id: int) -> bool:
+    """DeltaBatchAppend: `rows` appended to the Delta table at `path` as batch `batch_id` of
+    `app_id`, at most once; whether it wrote."""
+    return bool(_object(rows.sparkSession, DELTA_BATCH_APPEND).append(
+        rows._jdf, path, app_id, batch_id, app_id))
+
+
+def stream_session(spark: SparkSession, settings: dict[str, str]) -> SparkSession:
+    """A session of its own for a stream: a copy of `spark` (its temporary views, functions and
+    settings), with `settings` where `spark` does not set them. `spark` is left as it is."""
+    copy = SparkSession(spark.sparkContext, _session(spark).cloneSession())
+    for key, value in settings.items():
+        if spark.conf.get(key, None) is None:
+            copy.conf.set(key, value)
+    return copy
+
+
+def query_id(query) -> str:
+    return str(query.id)
+
+
+# -- the catalog of streaming tables ---------------------------------------------------------
+
+def catalog_identify(spark: SparkSession, name: str) -> tuple[str, str]:
+    """(database, table) of `name` as `spark` resolves it, in the catalog's spelling."""
+    db, table = _object(spark, STREAM_CATALOG).identify(_session(spark), name)
+    return db, table
+
+
+def catalog_exists(spark: SparkSession, db: str, table: str) -> bool:
+    return bool(_object(spark, STREAM_CATALOG).exists(_session(spark), db, table))
+
+
+def catalog_location(spark: SparkSession, db: str, table: str) -> str:
+    return str(_object(spark, STREAM_CATALOG).location(_session(spark), db, table))
+
+
+def catalog_properties(spark: SparkSession, db: str, table: str) -> dict[str, str]:
+    return dict(_object(spark, STREAM_CATALOG).properties(_session(spark), db, table))
+
+
+def catalog_update(spark: SparkSession, db: str, table: str,
+                   changes: dict[str, str | None]) -> None:
+    """Sets properties of the table's catalog entry; a None value removes one."""
+    values = spark.sparkContext._jvm.java.util.HashMap()
+    for key, value in changes.items():
+        values.put(key, value)
+    _object(spark, STREAM_CATALOG).update(_session(spark), db, table, values)
+
+
+def catalog_list(spark: SparkSession) -> list[tuple[str, str, dict[str, str]]]:
+    """(db, table, sql_ext.stream properties) of every streaming table of the catalog."""
+    found = []
+    for row in _object(spark, STREAM_CATALOG).list(_session(spark)):
+        row = list(row)
+        found.append((row[0], row[1], dict(zip(row[2::2], row[3::2]))))
+    return found
+
+
+def last_commit(spark: SparkSession, checkpoint: str) -> tuple[int, int] | None:
+    """(batch id, commit time in ms) of the stream's last committed micro-batch, or None."""
+    found = list(_object(spark, STREAM_CATALOG).lastCommit(_session(spark), checkpoint))
+    return (found[0], found[1]) if found else None
+
+
+# -- progress figures ------------------------------------------------------------------------
+
+def watch_progress(spark: SparkSession) -> None:
+    """StreamProgress listens to the streams of `spark`'s context (rows in, drops, state)."""
+    _object(spark, STREAM_PROGRESS).watch(_session(spark))
+
+
+def dropped_rows(spark: SparkSession, checkpoint: str) -> tuple[int, int, int]:
+    """(late, without an event time, out of order) tuples of the stream at `checkpoint`."""
+    late, not_windowed, out_of_order = _object(spark, STREAM_PROGRESS).dropped(
+        _session(spark), checkpoint)
+    return late, not_windowed, out_of_order
+
+
+def rows_in(spark: SparkSession, query) -> int:
+    return int(_object(spark, STREAM_PROGRESS).rowsIn(query_id(query)))
+
+
+def state_curve(spark: SparkSession, query) -> list[tuple[int, int]]:
+    """(batch id, rows in the state store) of each micro-batch of `query`."""
+    flat = list(_object(spark, STREAM_PROGRESS).stateCurve(query_id(query)))
+    return list(zip(flat[::2], flat[1::2]))
+
+
+# -- files, logs, the driver -----------------------------------------------------------------
+
+def _file_system(spark: SparkSession, path: str):
+    hadoop_path = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path)
+    return hadoop_path, hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+
+
+def path_exists(spark: SparkSession, path: str) -> bool:
+    """Whether a file or directory exists, through Hadoop's file system."""
+    hadoop_path, fs = _file_system(spark, path)
+    return bool(fs.exists(hadoop_path))
+
+
+def delete_path(spark: SparkSession, path: str) -> bool:
+    """Deletes a directory tree through Hadoop's file system (local or remote)."""
+    hadoop_path, fs = _file_system(spark, path)
+    return bool(fs.delete(hadoop_path, True))
+
+
+def drop_log_lines(spark: SparkSession, logger: str, pattern: str) -> None:
+    """Log4j in the driver JVM: the lines of `logger` whose message matches `pattern` (a Java
+    regex, the whole message) are dropped, as Spark's own default configuration drops a benign
+    Thrift message; the logger's other lines stay, at the root's level (`setLogLevel` still
+    governs it). A logger the log configuration names already is left as configured."""
+    log4j = spark.sparkContext._jvm.org.apache.logging.log4j
+    context = log4j.LogManager.getContext(False)
+    config = context.getConfiguration()
+    if config.getLoggerConfig(logger).getName() == logger:
+        return
+    result = log4j.core.Filter.Result
+    lines = log4j.core.config.LoggerConfig(logger, None, True)  # level None: the parent's
+    lines.addFilter(log4j.core.filter.RegexFilter.createFilter(
+        pattern, None, False, result.DENY, result.NEUTRAL))
+    config.addLogger(logger, lines)
+    context.updateLoggers()
+
+
+def set_system_properties(spark: SparkSession, properties: dict[str, str]) -> None:
+    """Java system properties of the driver JVM."""
+    system = spark.sparkContext._jvm.java.lang.System
+    for key, value in properties.items():
+        system.setProperty(key, value)
+
+
+def driver_process(spark: SparkSession):
+    """The driver JVM's process (a subprocess.Popen) when this Python process launched it."""
+    return getattr(spark.sparkContext._gateway, "proc", None)
+
+
+def driver_running() -> bool:
+    """A driver JVM already runs: spark-submit started it (and passed its gateway port), or an
+    earlier session in this process did. Its class path is fixed by now."""
+    return SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def driver_class_loader():
+    """The class loader of the running driver's current thread (spark-submit's application
+    loader under spark-submit)."""
+    SparkContext._ensure_initialized()
+    return SparkContext._jvm.java.lang.Thread.currentThread().getContextClassLoader()
+
+
+def class_loader_name(loader) -> str:
+    return loader.getClass().getName() if loader is not None else "none"
+
+
+def loadable(loader, class_name: str) -> bool:
+    try:
+        SparkContext._jvm.java.lang.Class.forName(class_name, False, loader)
+        return True
+    except Exception:  # py4j's error for a missing class
+        return False
+
+
+def add_jar(loader, path: str) -> None:
+    loader.addURL(SparkContext._jvm.java.io.File(path).toURI().toURL())
+
+
+# -- the Thrift server -----------------------------------------------------------------------
+
+def start_thrift_server(spark: SparkSession, host: str, port: int):
+    """HiveThriftServer2 on (host, port) over `spark`'s context, in this driver."""
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    hadoop.set("hive.server2.thrift.bind.host", host)
+    hadoop.set("hive.server2.thrift.port", str(port))
+    server = spark.sparkContext._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
+    return server.startWithContext(_session(spark).sqlContext())
+
+
+# -- the registry of running streams (io.sqlext.streaming.RunningStreams) ---------------------
+
+
+def run_started(spark: SparkSession, db: str, table: str, stream_id: str,
+                location: str | None, query) -> None:
+    """Records `query` as the run of db.table (a DROP TABLE from any session stops it; its
+    failure is recorded in the catalog)."""
+    _object(spark, RUNNING_STREAMS).started(_session(spark), db, table, stream_id, location,
+                                            query._jsq)
+
+
+def latest_run(spark: SparkSession, db: str, table: str) -> dict | None:
+    """The latest run of db.table in this process, running or ended: stream_id, query (a
+    pyspark StreamingQuery), location, rows_out, logged_drops; None when there is none."""
+    run = _object(spark, RUNNING_STREAMS).run(db, table)
+    if run is None:
+        return None
+    return dict(stream_id=run.streamId(), query=StreamingQuery(run.query()),
+                location=run.location(), rows_out=int(run.rowsOut()),
+                logged_drops=tuple(run.loggedDrops()))
+
+
+def run_set_location(spark: SparkSession, db: str, table: str, location: str) -> None:
+    run = _object(spark, RUNNING_STREAMS).run(db, table)
+    if run is not None:
+        getattr(run, "location_$eq")(location)  # (a Scala var's setter)
+
+
+def run_wrote(spark: SparkSession, db: str, table: str, rows: int) -> None:
+    run = _object(spark, RUNNING_STREAMS).run(db, table)
+    if run is not None:
+        run.wrote(rows)
+
+
+def run_logged_drops(spark: SparkSession, db: str, table: str, drops: tuple) -> None:
+    run = _object(spark, RUNNING_STREAMS).run(db, table)
+    if run is not None:
+        values = spark.sparkContext._gateway.new_array(spark.sparkContext._jvm.long, 3)
+        for i, value in enumerate(drops):
+            values[i] = value
+        getattr(run, "loggedDrops_$eq")(values)
+
+
+def forget_run(spark: SparkSession, db: str, table: str) -> None:
+    _object(spark, RUNNING_STREAMS).forget(db, table)

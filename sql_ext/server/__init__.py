@@ -1,0 +1,8 @@
+"""The doors clients come in by, and the JVM's calls into Python.
+
+Owns the JVM-to-Python callback (`callback`: the parser's questions about a statement, and the
+streaming statements it runs for any client), the Thrift (JDBC/ODBC) server started in this
+process (`thrift`) and its password authentication (`auth`).
+
+May import: sql_ext.sql, sql_ext.jvm, sql_ext.streaming (the statements a client runs).
+"""

@@ -1,0 +1,58 @@
+"""The JVM's calls into Python (a py4j callback, the channel PySpark's foreachBatch uses).
+
+RewritingParser asks `rewrite` about a statement only when Spark's own parser rejected it (or
+parsed it as Spark's own CREATE STREAMING TABLE); StreamStatementCommand calls `execute` when
+it runs a streaming statement, with the session of the client. The answer protocol is
+documented on io.sqlext.parser.SqlRewriter.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pyspark.sql import SparkSession
+
+from sql_ext import jvm
+from sql_ext.sql.dialect import has_window_clause
+from sql_ext.sql.errors import WindowSqlError
+from sql_ext.sql.statements import kind_of, statement_of
+from sql_ext.sql.transpile import transpile
+from sql_ext.streaming import statements
+
+log = logging.getLogger("sql_ext")
+
+
+def answer(sql: str) -> str:
+    """The JVM-facing answer for one statement text."""
+    try:
+        statement = statement_of(sql)
+        if statement is not None:
+            return "COMMAND\n" + kind_of(statement)
+        if not has_window_clause(sql):
+            return "PASS"
+        return "SQL\n" + transpile(sql)
+    except WindowSqlError as error:
+        return f"ERROR\n{error.line}\n{max(error.column - 1, 0)}\n{error.message}"
+    except Exception as error:
+        log.exception("sql_ext rewriter failed")
+        return f"ERROR\n1\n0\ninternal error in the sql_ext rewriter: {error!r}"
+
+
+class _Rewriter:
+    def rewrite(self, sql_text: str) -> str:
+        return answer(sql_text)
+
+    def execute(self, sql_text: str, jsession) -> str:
+        return statements.answer_execute(sql_text, jvm.session_of(jsession))
+
+    class Java:
+        implements = ["io.sqlext.parser.SqlRewriter"]
+
+
+_registered: dict[int, _Rewriter] = {}
+
+
+def register(spark: SparkSession) -> None:
+    """Makes `spark.sql` (and a Thrift server in this process) accept windowed SQL."""
+    rewriter = _registered.setdefault(jvm.gateway_id(spark), _Rewriter())
+    jvm.register_rewriter(spark, rewriter)

@@ -1,0 +1,72 @@
+"""The streaming statements of spec/sql.md section 5, run for any client of the session:
+
+    CREATE [OR REPLACE] STREAMING TABLE max_flow CHECKPOINT '/ckpt/max_flow' TRIGGER EVERY 10 AS
+      SELECT freeway, PANE_START() AS s, MAX(lane_flow) AS flow FROM STREAM(traffic)
+      WINDOW TIME_INTERVAL(50, 25, 1000, 0) ON event_time OVER (PARTITION BY freeway)
+    ALTER STREAMING TABLE max_flow TRIGGER EVERY 30 AS <the query, changed or not>
+    SHOW STREAMS
+    STOP STREAM max_flow
+    REFRESH STREAMING TABLE max_flow
+    DROP STREAMING TABLE [IF EXISTS] max_flow
+
+This module recognises and validates them, without Spark: the JVM parser asks the rewriter
+about a statement (sql_ext.server.callback), which answers COMMAND with its kind; Spark then
+runs it as a command that calls back, and sql_ext.streaming.statements runs it with the
+session of the client (PySpark, a Thrift connection, dbt).
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from sql_ext.sql.dialect import (CreateStreamingTable, DropStreamingTable, RefreshStreamingTable,
+                             ShowStreams, SqlExt, StopStream)
+from sql_ext.sql.errors import error_at_node
+from sql_ext.sql.transpile import lower_parts, parse, stream_source
+from sql_ext.sql.window_model import duration_seconds
+
+KINDS = {CreateStreamingTable: "CREATE", ShowStreams: "SHOW", StopStream: "STOP",
+         RefreshStreamingTable: "REFRESH", DropStreamingTable: "DROP"}
+STATEMENTS = tuple(KINDS)
+
+
+def statement_of(sql: str) -> exp.Expression | None:
+    """The streaming statement `sql` is, validated; None for any other text."""
+    if not _starts_like_a_statement(sql):
+        return None
+    statements = parse(sql)
+    if len(statements) != 1 or not isinstance(statements[0], STATEMENTS):
+        return None
+    statement = statements[0]
+    if isinstance(statement, CreateStreamingTable):
+        _validate_create(statement)
+    return statement
+
+
+def _starts_like_a_statement(sql: str) -> bool:
+    """Token level, so leading comments (dbt writes one) do not matter."""
+    try:
+        tokens = SqlExt().tokenize(sql)[:5]
+    except Exception:  # noqa: BLE001 - untokenizable text is not ours to report
+        return False
+    words = " ".join(t.text.strip().upper() for t in tokens)
+    return words.startswith(("CREATE STREAMING TABLE", "CREATE OR REPLACE", "SHOW STREAMS",
+                             "ALTER STREAMING TABLE",
+                             "STOP STREAM", "REFRESH STREAMING TABLE", "DROP STREAMING TABLE"))
+
+
+def _validate_create(statement: CreateStreamingTable) -> None:
+    select = statement.expression
+    if not isinstance(select, exp.Select) or select.args.get("sx_window") is None \
+            or stream_source(select) is None:
+        verb = "ALTER" if statement.args.get("alter") else "CREATE"
+        raise error_at_node(statement, f"{verb} STREAMING TABLE needs a windowed query over "
+                                       "FROM STREAM(source): SELECT ... FROM STREAM(t) WINDOW ...")
+    lower_parts(select.copy(), streaming=True)
+    trigger = statement.args.get("trigger")
+    if trigger is not None and duration_seconds(trigger, "TRIGGER EVERY") <= 0:
+        raise error_at_node(trigger, "TRIGGER EVERY must be a positive duration")
+
+
+def kind_of(statement: exp.Expression) -> str:
+    return KINDS[type(statement)]
