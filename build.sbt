@@ -32,6 +32,14 @@ lazy val jvm = (project in file("jvm"))
     scalacOptions ++= Seq("-deprecation", "-feature", "-release", "17"),
     Test / fork := true,
     Test / javaOptions ++= Seq("--add-opens=java.base/sun.nio.ch=ALL-UNNAMED"),
+    // The contract with the Python side (helper columns, SHOW STREAMS' columns), defined once
+    // in the Python package (sql_ext/sql/contract.json); io.sqlext.Contract reads it from the jar.
+    Compile / resourceGenerators += Def.task {
+      val source = (LocalRootProject / baseDirectory).value / "sql_ext" / "sql" / "contract.json"
+      val target = (Compile / resourceManaged).value / "io" / "sqlext" / "contract.json"
+      IO.copyFile(source, target)
+      Seq(target)
+    }.taskValue,
     Compile / packageBin / artifactPath :=
       (LocalRootProject / baseDirectory).value / "sql_ext" / "jars" / "sql-ext.jar"
   )

@@ -311,13 +311,12 @@ def run_started(spark: SparkSession, db: str, table: str, stream_id: str,
 
 def latest_run(spark: SparkSession, db: str, table: str) -> dict | None:
     """The latest run of db.table in this process, running or ended: stream_id, query (a
-    pyspark StreamingQuery), location, rows_out, logged_drops; None when there is none."""
+    pyspark StreamingQuery), location, rows_out; None when there is none."""
     run = _object(spark, RUNNING_STREAMS).run(db, table)
     if run is None:
         return None
     return dict(stream_id=run.streamId(), query=StreamingQuery(run.query()),
-                location=run.location(), rows_out=int(run.rowsOut()),
-                logged_drops=tuple(run.loggedDrops()))
+                location=run.location(), rows_out=int(run.rowsOut()))
 
 
 def run_set_location(spark: SparkSession, db: str, table: str, location: str) -> None:
@@ -327,18 +326,14 @@ def run_set_location(spark: SparkSession, db: str, table: str, location: str) ->
 
 
 def run_wrote(spark: SparkSession, db: str, table: str, rows: int) -> None:
-    run = _object(spark, RUNNING_STREAMS).run(db, table)
-    if run is not None:
-        run.wrote(rows)
+    _object(spark, RUNNING_STREAMS).wrote(db, table, rows)
 
 
-def run_logged_drops(spark: SparkSession, db: str, table: str, drops: tuple) -> None:
-    run = _object(spark, RUNNING_STREAMS).run(db, table)
-    if run is not None:
-        values = spark.sparkContext._gateway.new_array(spark.sparkContext._jvm.long, 3)
-        for i, value in enumerate(drops):
-            values[i] = value
-        getattr(run, "loggedDrops_$eq")(values)
+def run_swap_logged_drops(spark: SparkSession, db: str, table: str,
+                          drops: tuple[int, int, int]) -> tuple[int, int, int]:
+    """Records the drop figures now logged for db.table's run; the ones logged before."""
+    before = _object(spark, RUNNING_STREAMS).swapLoggedDrops(db, table, *drops)
+    return tuple(before)
 
 
 def forget_run(spark: SparkSession, db: str, table: str) -> None:

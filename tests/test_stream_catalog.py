@@ -7,7 +7,7 @@ import time
 import pytest
 from pyspark.errors import AnalysisException
 
-from sql_ext import stream_catalog
+from sql_ext.streaming import catalog as stream_catalog
 from sql_ext.sql.errors import WindowSqlError
 from sql_ext.streaming.catalog import AVAILABLE_NOW, Definition
 from sql_ext.streaming import create_streaming_table, resume, stop_stream, stream_status

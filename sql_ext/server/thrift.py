@@ -67,7 +67,8 @@ def _check_hive_address(spark: SparkSession, host: str, port: int) -> None:
         raise ValueError(
             f"this session uses the Hive catalog, whose Thrift address is fixed when the session "
             f"starts ({fixed[0] or 'unset'}:{fixed[1] or 'unset'}), not {host}:{port}: build it "
-            f"with conf=sql_ext.server.thrift.thrift_conf({host!r}, {port}), as sql-ext thriftserver does")
+            f"with conf=sql_ext.server.thrift.thrift_conf({host!r}, {port}), as sql-ext "
+            "thriftserver does")
 
 
 def wait_for_port(host: str, port: int, timeout: float = 60.0) -> None:

@@ -1,16 +1,75 @@
-"""What Python and the JVM extension must spell alike, defined once on this side and checked
-against the JVM's own definitions by tests/test_contract.py (which fails when either side
-changes alone): the columns of SHOW STREAMS, the longest error a catalog entry records.
+"""What Python and the JVM extension must spell alike, defined once in contract.json beside
+this module; the JVM reads the copy the build puts in its jar (io.sqlext.Contract), and
+tests/test_contract.py fails when the two differ or when either side stops using them.
+
+- input columns: the helper columns the lowering adds to a window's input, read by the JVM
+  operator (ORDER BY value, arrival number, DELTA attributes, event time, watermark, ...);
+- numbered columns: partition key i (`__sx_p<i>`) and, from streaming partials, aggregate i
+  (`__sx_a<i>`);
+- the group column (`__sx_fire`): what the aggregation groups a window's rows by, within a
+  partition: a firing's number for TUMBLING and SLIDING, a pane's number for TIME_INTERVAL
+  (whose firings of one pane are told apart by PANE_INDEX());
+- pane-function columns: the operator's output for WINDOW_ID(), PANE_START(), ...;
+- SHOW STREAMS' columns, and the longest error a catalog entry keeps.
 """
 
 from __future__ import annotations
 
-# SHOW STREAMS, in order (io.sqlext.commands.StreamStatementCommand declares the same output).
-STREAM_COLUMNS = ("name", "state", "trigger", "batch", "rows_in", "rows_out", "watermark",
-                  "state_rows", "state_bytes", "late_dropped", "not_windowed",
-                  "out_of_order_rows", "last_progress", "last_error", "last_error_time",
-                  "checkpoint", "location")
+import json
+import re
+from pathlib import Path
 
-# A stream's failure as SHOW STREAMS and the catalog keep it: at most this many characters
-# (StreamCatalog.ShortErrorLimit).
-SHORT_ERROR_LIMIT = 2000
+_CONTRACT = json.loads(Path(__file__).with_name("contract.json").read_text())
+
+HELPER_PREFIX: str = _CONTRACT["helper_prefix"]
+INPUT_COLUMNS: dict[str, str] = _CONTRACT["input_columns"]
+ORDER_COLUMN = INPUT_COLUMNS["order"]
+ARRIVAL_COLUMN = INPUT_COLUMNS["arrival"]
+DELTA_COLUMN = INPUT_COLUMNS["delta"]
+TRIGGER_DELTA_COLUMN = INPUT_COLUMNS["trigger_delta"]
+EVENT_TIME_COLUMN = INPUT_COLUMNS["event_time"]
+WATERMARK_COLUMN = INPUT_COLUMNS["watermark"]
+PUNCT_COLUMN = INPUT_COLUMNS["punct"]
+FILE_COLUMN = INPUT_COLUMNS["file"]
+CLOCK_START_COLUMN = INPUT_COLUMNS["clock_start"]
+CLOCK_END_COLUMN = INPUT_COLUMNS["clock_end"]
+GROUP_COLUMN: str = _CONTRACT["group_column"]
+# Pane function (lower case, as the spec's "meta" lists it) -> its output column.
+PANE_FUNCTION_COLUMNS: dict[str, str] = _CONTRACT["pane_function_columns"]
+
+_NUMBERED: dict[str, str] = _CONTRACT["numbered_columns"]
+
+# SHOW STREAMS, in order.
+STREAM_COLUMNS: tuple[str, ...] = tuple(_CONTRACT["show_streams_columns"])
+# A stream's failure as SHOW STREAMS and the catalog keep it: at most this many characters.
+SHORT_ERROR_LIMIT: int = _CONTRACT["short_error_limit"]
+
+# Python's own helper names, never read by the JVM: the source's alias in a lowered query,
+# the inputs of streaming aggregates (`__sx_in<i>`).
+SOURCE_ALIAS = HELPER_PREFIX + "w"
+AGGREGATE_INPUT_PREFIX = HELPER_PREFIX + "in"
+
+
+def partition_column(i: int) -> str:
+    return f"{_NUMBERED['partition']}{i}"
+
+
+def aggregate_column(i: int) -> str:
+    return f"{_NUMBERED['aggregate']}{i}"
+
+
+def aggregate_input_column(i: int) -> str:
+    return f"{AGGREGATE_INPUT_PREFIX}{i}"
+
+
+def is_partition_column(name: str) -> bool:
+    return re.fullmatch(re.escape(_NUMBERED["partition"]) + r"\d+", name) is not None
+
+
+def is_helper(name: str) -> bool:
+    return name.startswith(HELPER_PREFIX)
+
+
+def as_json() -> dict:
+    """The contract as both sides read it (for the test that compares them)."""
+    return {k: v for k, v in _CONTRACT.items() if k != "about"}

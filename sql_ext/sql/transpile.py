@@ -25,21 +25,16 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+from sql_ext.sql import contract
 from sql_ext.sql import udaf_names
 from sql_ext.sql.dialect import SqlExt, has_window_clause
 from sql_ext.sql.errors import WindowSqlError, error_at_node
 from sql_ext.sql.window_model import WindowModel, duration_seconds, validate
 
 TABLE_FUNCTION = "sql_ext_window"
-PANE_FUNCTIONS = {
-    "PANE_START": ("pane_start", "__sx_pstart"),
-    "PANE_END": ("pane_end", "__sx_pend"),
-    "PANE_TIMING": ("pane_timing", "__sx_timing"),
-    "PANE_INDEX": ("pane_index", "__sx_pidx"),
-    "WINDOW_ID": ("window_id", "__sx_wid"),
-    "WINDOW_EVENT": ("window_event", "__sx_event"),
-}
-FIRE_COLUMN = "__sx_fire"
+# PANE_START() -> ("pane_start", its column), for each pane function.
+PANE_FUNCTIONS = {function.upper(): (function, column)
+                  for function, column in contract.PANE_FUNCTION_COLUMNS.items()}
 
 
 def parse(sql: str) -> list[exp.Expression]:
@@ -126,9 +121,9 @@ def _check_supported(window: exp.Expression, model: WindowModel, select: exp.Sel
 def _helper_columns(model: WindowModel, select: exp.Select,
                     streaming: bool = False) -> list[tuple[exp.Expression, str]]:
     """(expression, name) pairs the operator reads, computed over the window's input."""
-    helpers = [(p.copy(), f"__sx_p{i}") for i, p in enumerate(model.partition_by)]
+    helpers = [(p.copy(), contract.partition_column(i)) for i, p in enumerate(model.partition_by)]
     if model.order_by is not None:
-        helpers.append((model.order_by.copy(), "__sx_order"))
+        helpers.append((model.order_by.copy(), contract.ORDER_COLUMN))
     watermark = model.watermark
     early_batch = model.emit_panes == "early" and not streaming
     if model.kind != "TIME_INTERVAL" or early_batch \
@@ -138,25 +133,26 @@ def _helper_columns(model: WindowModel, select: exp.Select,
         # without a replayed watermark (and streaming panes under WATERMARK DELAY, one
         # watermark per micro-batch) do not depend on it; early firings in batch replay do
         # (their clock is the highest event time so far).
-        helpers.append((exp.func("sql_ext_arrival"), "__sx_seq"))
+        helpers.append((exp.func("sql_ext_arrival"), contract.ARRIVAL_COLUMN))
     if model.kind == "TIME_INTERVAL":
-        helpers.append((model.event_time.copy(), "__sx_etime"))
+        helpers.append((model.event_time.copy(), contract.EVENT_TIME_COLUMN))
         if watermark is not None and watermark.name == "BY":
-            helpers.append((watermark.expressions[0].copy(), "__sx_wm"))
+            helpers.append((watermark.expressions[0].copy(), contract.WATERMARK_COLUMN))
         return helpers
     policy = model.policy
     if model.trigger is not None and model.trigger.name == "DELTA":
-        helpers.append((model.trigger.attribute.copy(), "__sx_tdelta"))
+        helpers.append((model.trigger.attribute.copy(), contract.TRIGGER_DELTA_COLUMN))
     if policy.name == "DELTA":
-        helpers.append((policy.attribute.copy(), "__sx_delta"))
+        helpers.append((policy.attribute.copy(), contract.DELTA_COLUMN))
     elif policy.name == "PUNCT" and policy.marker is not None:
-        helpers.append((exp.func("coalesce", policy.marker.copy(), exp.false()), "__sx_punct"))
+        helpers.append((exp.func("coalesce", policy.marker.copy(), exp.false()),
+                        contract.PUNCT_COLUMN))
     elif policy.name == "PUNCT":
-        helpers.append((exp.func("sql_ext_arrival_file"), "__sx_file"))
+        helpers.append((exp.func("sql_ext_arrival_file"), contract.FILE_COLUMN))
     if any(p is not None and p.name == "TIME" for p in (policy, model.trigger)) \
             and not streaming:  # streaming TIME policies read the wall clock
         # Ticks are window-wide: every task needs the first and last arrival of all input.
-        for fn, name in (("min", "__sx_t0"), ("max", "__sx_tmax")):
+        for fn, name in (("min", contract.CLOCK_START_COLUMN), ("max", contract.CLOCK_END_COLUMN)):
             bound = exp.select(exp.func(fn, model.order_by.copy())).from_(
                 select.args["from_"].this.copy())
             if select.args.get("where"):
@@ -177,7 +173,7 @@ def _pane_spec(model: WindowModel, meta: list[str]) -> dict:
         "policy": "",
         "policy_text": f"TIME_INTERVAL({interval.duration:g}, {interval.period:g}, "
                        f"{interval.discard:g}, {interval.offset:g})",
-        "partition_columns": [f"__sx_p{i}" for i in range(len(model.partition_by))],
+        "partition_columns": [contract.partition_column(i) for i in range(len(model.partition_by))],
         "ordered": model.order_by is not None,
         "meta": meta,
         "duration": interval.duration,
@@ -207,7 +203,7 @@ def _spec(model: WindowModel, meta: list[str]) -> dict:
         "delta": policy.delta,
         "seconds": policy.seconds,
         "policy_text": f"{model.kind} {text}",
-        "partition_columns": [f"__sx_p{i}" for i in range(len(model.partition_by))],
+        "partition_columns": [contract.partition_column(i) for i in range(len(model.partition_by))],
         "ordered": model.order_by is not None,
         "meta": meta,
         "trigger": trigger.name.lower() if trigger else "",
@@ -257,7 +253,7 @@ def lower_select(select: exp.Select) -> exp.Select:
         exp.Anonymous(this="TABLE", expressions=[lowered.inner]), exp.Literal.string(spec)])
     outer = lowered.outer
     outer.set("from_", exp.From(this=exp.Table(this=call, alias=exp.TableAlias(
-        this=exp.to_identifier("__sx_w")))))
+        this=exp.to_identifier(contract.SOURCE_ALIAS)))))
     return outer
 
 
@@ -285,7 +281,7 @@ def lower_parts(select: exp.Select, streaming: bool = False) -> LoweredWindow:
     for expression, name in _helper_columns(model, select, streaming):
         inner = inner.select(exp.alias_(expression, name), copy=False)
 
-    partition_columns = {p: f"__sx_p{i}" for i, p in enumerate(model.partition_by)}
+    partition_columns = {p: contract.partition_column(i) for i, p in enumerate(model.partition_by)}
     # With a watermark a pane fires again after late tuples, and with EMIT EARLY before it
     # completes: its firings differ by PANE_INDEX. EMIT FINAL fires each pane once.
     replayed = model.kind == "TIME_INTERVAL" and model.emit_panes != "final" \
@@ -333,13 +329,14 @@ def lower_parts(select: exp.Select, streaming: bool = False) -> LoweredWindow:
         outer.set("having", having.copy().transform(substitute))
     if order is not None:
         outer.set("order", order.copy().transform(substitute))
-    columns = [exp.column(c) for c in partition_columns.values()] + [exp.column(FIRE_COLUMN)]
+    columns = [exp.column(c) for c in partition_columns.values()] \
+        + [exp.column(contract.GROUP_COLUMN)]
     columns += [exp.column(PANE_FUNCTIONS[f.upper()][1]) for f in meta]
     outer.set("group", exp.Group(expressions=columns + user_group_exprs))
 
     key = exp.func("named_struct", *[x for i, c in enumerate(columns[:len(partition_columns)])
                                      for x in (exp.Literal.string(f"p{i}"), c.copy())],
-                   exp.Literal.string("window"), exp.column(FIRE_COLUMN),
+                   exp.Literal.string("window"), exp.column(contract.GROUP_COLUMN),
                    *[x for i, g in enumerate(user_group_exprs)
                      for x in (exp.Literal.string(f"g{i}"), g.copy())])
     return LoweredWindow(model, inner, _spec(model, meta), outer, key)

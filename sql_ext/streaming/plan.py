@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
 
 from sql_ext import jvm
+from sql_ext.sql import contract
 from sql_ext.sql.errors import WindowSqlError
 from sql_ext.sql.names import table_key
 from sql_ext.sql.transpile import LoweredWindow, lower_parts, parse, stream_source
@@ -25,13 +26,15 @@ log = logging.getLogger("sql_ext")
 # keys, the GROUP BY keys and the pane (PANE_START(), PANE_END() or WINDOW_ID()); documented.
 KEY_COLUMN = "_pane_key"
 INDEX_COLUMN = "_sx_index"  # never written: tells a re-firing micro-batch from a first one
-PANE_COLUMNS = ("__sx_pstart", "__sx_pend", "__sx_wid")
+PANE_COLUMNS = tuple(contract.PANE_FUNCTION_COLUMNS[f]
+                     for f in ("pane_start", "pane_end", "window_id"))
 
 
 def view_name(kind: str, name: str) -> str:
     """A temporary view's name for a streaming table: one part, whatever the table's name is
     (qualified, quoted, with spaces), distinct per table."""
-    return f"__sx_{kind}_{hashlib.sha1(table_key(name).encode()).hexdigest()[:16]}"
+    digest = hashlib.sha1(table_key(name).encode()).hexdigest()[:16]
+    return f"{contract.HELPER_PREFIX}{kind}_{digest}"
 
 
 def windowed_select(sql: str | exp.Select) -> exp.Select:
@@ -107,15 +110,16 @@ def aggregate_inputs(lowered: LoweredWindow) -> None:
         if not _single_argument(node) or isinstance(node.this, (exp.Column, exp.Star,
                                                                    exp.Distinct)):
             return node
-        if any(c.name.startswith("__sx_") for c in node.this.find_all(exp.Column)) \
+        if any(contract.is_helper(c.name) for c in node.this.find_all(exp.Column)) \
                 or node.this.find(exp.AggFunc, exp.Anonymous) is not None:
             return node  # reads a partition key or a function sqlglot does not know: as is
         inputs.append(node.this.copy())
-        return node.__class__(this=exp.column(f"__sx_in{len(inputs) - 1}"))
+        return node.__class__(this=exp.column(contract.aggregate_input_column(len(inputs) - 1)))
 
     _transform_aggregation(lowered.outer, column_for)
     for i, expression in enumerate(inputs):
-        lowered.inner = lowered.inner.select(exp.alias_(expression, f"__sx_in{i}"), copy=False)
+        lowered.inner = lowered.inner.select(
+            exp.alias_(expression, contract.aggregate_input_column(i)), copy=False)
 
 
 def partial_aggregates(lowered: LoweredWindow, schema: dict[str, str],
@@ -131,14 +135,14 @@ def partial_aggregates(lowered: LoweredWindow, schema: dict[str, str],
     Returns [(function, column), ...] and rewrites lowered.outer in place, or None.
     """
     outer = lowered.outer.copy()
-    if any(not g.name.startswith("__sx_") for g in outer.args["group"].expressions):
+    if any(not contract.is_helper(g.name) for g in outer.args["group"].expressions):
         return None
     facts, calls = [], []
     for call in outer.find_all(exp.AggFunc):
         arg = call.this
         distinct = isinstance(arg, exp.Distinct)
-        helper = isinstance(arg, exp.Column) and arg.name.startswith("__sx_") \
-            and not arg.name.startswith("__sx_in")
+        helper = isinstance(arg, exp.Column) and contract.is_helper(arg.name) \
+            and not arg.name.startswith(contract.AGGREGATE_INPUT_PREFIX)
         if isinstance(arg, exp.Star) or distinct:
             input_type = "*"  # COUNT(*); DISTINCT is refused whatever the type
         elif isinstance(arg, exp.Column) and arg.name in schema and not helper \
@@ -159,7 +163,7 @@ def partial_aggregates(lowered: LoweredWindow, schema: dict[str, str],
         if id(node) not in columns:
             return node
         partials.append(columns[id(node)])
-        return exp.column(f"__sx_a{len(partials) - 1}")
+        return exp.column(contract.aggregate_column(len(partials) - 1))
 
     _transform_aggregation(outer, value)
     if _tuple_columns_read(outer):
@@ -190,7 +194,7 @@ def _tuple_columns_read(outer: exp.Select) -> set[str]:
     """Source columns the aggregation over the firings reads (helper columns aside)."""
     reading = outer.copy()
     reading.set("from_", None)
-    return {c.name for c in reading.find_all(exp.Column) if not c.name.startswith("__sx_")}
+    return {c.name for c in reading.find_all(exp.Column) if not contract.is_helper(c.name)}
 
 
 def _only_read_columns(lowered: LoweredWindow) -> exp.Select:
@@ -275,7 +279,8 @@ def plan_stream(spark: SparkSession, name: str, query: str, trigger: str | float
     if merge_on == [KEY_COLUMN]:
         outer = outer.select(exp.alias_(lowered.key, KEY_COLUMN), copy=False)
     if refires:
-        outer = outer.select(exp.alias_(exp.column("__sx_pidx"), INDEX_COLUMN), copy=False)
+        pane_index = contract.PANE_FUNCTION_COLUMNS["pane_index"]
+        outer = outer.select(exp.alias_(exp.column(pane_index), INDEX_COLUMN), copy=False)
     shape = {field: lowered.spec.get(field) for field in STATE_FIELDS}
     # What window_state() needs to read the checkpoint: the window spec (with its partials) and
     # the partition keys as written.
@@ -302,9 +307,10 @@ def carried_key(lowered: LoweredWindow) -> list[str] | None:
     for projection in lowered.outer.expressions:
         outputs.setdefault(projection.unalias(), projection.alias_or_name)
     groups = lowered.outer.args["group"].expressions
-    partitions = [g for g in groups if isinstance(g, exp.Column) and g.name.startswith("__sx_p")
-                  and g.name[6:].isdigit()]
-    users = [g for g in groups if not (isinstance(g, exp.Column) and g.name.startswith("__sx_"))]
+    partitions = [g for g in groups
+                  if isinstance(g, exp.Column) and contract.is_partition_column(g.name)]
+    users = [g for g in groups
+             if not (isinstance(g, exp.Column) and contract.is_helper(g.name))]
     panes = [outputs[exp.column(c)] for c in PANE_COLUMNS if exp.column(c) in outputs]
     needed = partitions + users
     if not panes or any(g not in outputs for g in needed):

@@ -68,7 +68,8 @@ def start(spark: SparkSession, entry: Entry, plan: StreamPlan,
         spark, *catalog.identify(spark, table_name(plan.late_rows))) if plan.late_rows else None
     late_sink = LateRowsSink(entry.definition.checkpoint, f"sql_ext:{entry.stream_id}:late") \
         if plan.late_rows else None
-    table_sink, late_sink = sinks_of(spark, table_sink, late_sink)
+    # What the batches write to: the sinks, or what a test or benchmark wraps them in.
+    table_writes, late_writes = sinks_of(spark, table_sink, late_sink)
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
         # One job computes the micro-batch's firings; with LATE ROWS INTO the same job wrote
@@ -98,15 +99,15 @@ def start(spark: SparkSession, entry: Entry, plan: StreamPlan,
         """Writes the firings' rows and commits the late rows, each in its own exactly-once
         commit: at the same time when both are appends."""
         def firings() -> None:
-            table_sink.write(rows, batch_id, upsert, written)
+            table_writes.write(rows, batch_id, upsert, written)
             _written(spark, entry, batch_id, written, plan.late_rows)
-        if late_sink is None:
+        if late_writes is None:
             firings()
-        elif upsert:  # a MERGE reads the table: one commit after the other
+        elif upsert:  # only two appends commit side by side
             firings()
-            late_sink.commit(rows.sparkSession, batch_id)
+            late_writes.commit(rows.sparkSession, batch_id)
         else:
-            _together(firings, lambda: late_sink.commit(rows.sparkSession, batch_id))
+            _together(firings, lambda: late_writes.commit(rows.sparkSession, batch_id))
 
     writer = (plan.firings_into(spark, late_location).writeStream.foreachBatch(write_batch)
               .queryName(entry.key).option("checkpointLocation", entry.definition.checkpoint))
@@ -149,8 +150,7 @@ def _written(spark: SparkSession, entry: Entry, batch_id: int, written: int,
     jvm.run_wrote(spark, entry.db, entry.table, written)
     log.info("sql_ext stream %s batch %d: %d rows written", entry.name, batch_id, written)
     dropped = jvm.dropped_rows(spark, entry.definition.checkpoint)
-    run = runs.latest(spark, entry)
-    before = run.logged_drops if run is not None else (0, 0, 0)
+    before = jvm.run_swap_logged_drops(spark, entry.db, entry.table, dropped)
     if dropped != before:
         lost = dropped[1:] != before[1:] or (not late_table and dropped != before)
         log.log(logging.WARNING if lost else logging.INFO,
@@ -159,7 +159,6 @@ def _written(spark: SparkSession, entry: Entry, batch_id: int, written: int,
                 "an earlier micro-batch processed (replayed where they arrived), in all",
                 entry.name, batch_id, dropped[0],
                 f"kept in {late_table}" if late_table else "dropped", *dropped[1:])
-        jvm.run_logged_drops(spark, entry.db, entry.table, dropped)
 
 
 def stop(spark: SparkSession, entry: Entry, timeout: float = 3.0) -> bool:

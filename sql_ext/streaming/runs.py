@@ -32,7 +32,6 @@ class StreamRun:
     query: StreamingQuery
     location: str | None
     rows_out: int  # rows written into the table by this process's runs of the stream
-    logged_drops: tuple  # (late, no event time, out of order) when last logged
 
     @property
     def active(self) -> bool:

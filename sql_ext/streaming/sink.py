@@ -65,8 +65,8 @@ def _property_pairs(properties: dict[str, str]) -> str:
     return ", ".join(f"{string_literal(k)} = {string_literal(v)}" for k, v in properties.items())
 
 
-# Settings of every streaming table's own session (a copy of the creating session, made when
-# the stream starts: jvm.stream_session), unless the creating session sets them: RocksDB commits a changelog of the
+# Settings of every streaming table's own session (runner.own_session: a copy of the creating
+# session), unless the creating session sets them: RocksDB commits a changelog of the
 # micro-batch's changes instead of a snapshot of the whole store (half the commit time here;
 # snapshots are still written in the background). Checkpoints written without it resume.
 # Checkpoint files on a local disk are written without Hadoop's forks of `chmod` (30-40 ms a

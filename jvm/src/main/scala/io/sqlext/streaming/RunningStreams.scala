@@ -67,6 +67,21 @@ object RunningStreams {
   def active(db: String, table: String): Run =
     Option(run(db, table)).filter(_.isActive).orNull
 
+  /** Adds a micro-batch's rows written to the run of db.table. */
+  def wrote(db: String, table: String, rows: Long): Unit =
+    Option(run(db, table)).foreach(_.wrote(rows))
+
+  /** Records the drop figures (late, not windowed, out of order) now logged for db.table's
+   *  run; the figures logged before. */
+  def swapLoggedDrops(db: String, table: String, late: Long, notWindowed: Long,
+      outOfOrder: Long): Array[Long] = Option(run(db, table)) match {
+    case Some(r) =>
+      val before = r.loggedDrops
+      r.loggedDrops = Array(late, notWindowed, outOfOrder)
+      before
+    case None => Array(late, notWindowed, outOfOrder)
+  }
+
   /** Forgets the runs of db.table (its table is dropped). */
   def forget(db: String, table: String): Unit = runs.remove(key(db, table))
 
