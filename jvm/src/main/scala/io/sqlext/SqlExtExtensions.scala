@@ -1,11 +1,12 @@
 package io.sqlext
 
 import io.sqlext.analysis.{ProcessFunctions, WindowTableFunction}
-import io.sqlext.execution.{RankArrival, WindowStrategy}
+import io.sqlext.execution.WindowStrategy
 import io.sqlext.expressions.ArrivalSequence
 import io.sqlext.optimizer.{ExpandPanes, IncrementalWindowAggregate}
 import io.sqlext.parser.RewritingParser
-import io.sqlext.streaming.WindowState
+import io.sqlext.replay.RankArrival
+import io.sqlext.streaming.catalog.WindowState
 import org.apache.spark.sql.SparkSessionExtensions
 
 /** Entry point (`spark.sql.extensions=io.sqlext.SqlExtExtensions`); it only wires. */

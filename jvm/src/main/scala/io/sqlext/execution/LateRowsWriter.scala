@@ -1,6 +1,7 @@
 package io.sqlext.execution
 
 import io.sqlext.plans.logical.WindowAssign
+import io.sqlext.replay.{LateRows, ReplayLayout, ReplayMetrics, WindowReplay}
 import io.sqlext.window.WindowSpec
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.Row

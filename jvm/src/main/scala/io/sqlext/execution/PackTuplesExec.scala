@@ -1,5 +1,6 @@
 package io.sqlext.execution
 
+import io.sqlext.replay.PackFormat
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
@@ -12,7 +13,7 @@ import scala.collection.mutable
 /**
  * Physical [[io.sqlext.plans.logical.PackTuples]]: each task packs its rows per key, column by
  * column in Spark's internal form ([[PackFormat]]), which the reducer reads back as arrays
- * ([[io.sqlext.streaming.PackedTuples]]). A key's pack leaves once it holds
+ * ([[io.sqlext.streaming.input.PackedTuples]]). A key's pack leaves once it holds
  * [[PackTuplesExec.MaxPack]] tuples, and every pack once the task holds
  * [[PackTuplesExec.MaxHeldBytes]], so a task's memory stays bounded.
  */

@@ -1,6 +1,7 @@
 package io.sqlext.execution
 
 import io.sqlext.aggregate.PartialAggregate
+import io.sqlext.replay.{AggregateReplay, ReplayLayout, ReplayMetrics}
 import io.sqlext.window.WindowSpec
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow

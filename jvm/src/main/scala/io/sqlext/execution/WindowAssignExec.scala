@@ -1,5 +1,7 @@
 package io.sqlext.execution
 
+import io.sqlext.replay.{GlobalCountReplay, PaneExpansion, ReplayLayout, ReplayMetrics,
+  WindowReplay}
 import io.sqlext.window.{Family, Policy, WindowSpec}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow

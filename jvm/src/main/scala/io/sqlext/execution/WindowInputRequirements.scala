@@ -1,5 +1,6 @@
 package io.sqlext.execution
 
+import io.sqlext.replay.ArrivalOrder
 import io.sqlext.window.WindowSpec
 import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, SortOrder}
 import org.apache.spark.sql.catalyst.plans.physical._

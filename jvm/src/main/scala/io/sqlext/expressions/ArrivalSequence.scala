@@ -17,7 +17,7 @@ import org.apache.spark.unsafe.types.UTF8String
  * files in commit order and records each file's modification time; a file directory stream
  * admits files by modification time), then each file's splits by offset, then the rows of a
  * split. Spark packs a scan's files into tasks largest first, so no task sees this order: the
- * planning rule [[io.sqlext.execution.RankArrival]] ranks the scan's splits on the driver
+ * planning rule [[io.sqlext.replay.RankArrival]] ranks the scan's splits on the driver
  * ([[SplitRanks]]) and the value is `split rank << RowBits | row`.
  *
  * Rows from no file (a DataFrame, a rate stream) come first, by task and position in the task:

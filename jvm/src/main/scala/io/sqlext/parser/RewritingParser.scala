@@ -4,7 +4,7 @@ import io.sqlext.SqlExtErrors
 import org.apache.spark.sql.catalyst.{FunctionIdentifier, TableIdentifier}
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParseException, ParserInterface}
-import io.sqlext.execution.StreamStatementCommand
+import io.sqlext.commands.StreamStatementCommand
 import io.sqlext.parser.SqlRewriterRegistry.timeoutOf
 import org.apache.spark.sql.catalyst.plans.logical.{CreateStreamingTable,
   CreateStreamingTableAsSelect, LogicalPlan}

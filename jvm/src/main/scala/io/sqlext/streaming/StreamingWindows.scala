@@ -1,7 +1,13 @@
 package io.sqlext.streaming
 
 import io.sqlext.SqlExtErrors
-import io.sqlext.execution.LateRows
+import io.sqlext.replay.LateRows
+import io.sqlext.streaming.catalog.{StreamCounters, StreamProgress}
+import io.sqlext.streaming.delta.LateRowFiles
+import io.sqlext.streaming.input.{FilePunctInput, FiringPartials, PackedTuples, PaneInput}
+import io.sqlext.streaming.processors.{FilePunctProcessor, MarkerPaneProcessor,
+  PanePartialsProcessor, PaneProcessor, WholeWindowProcessor, WindowProcessor}
+import io.sqlext.streaming.time.{BatchWatermark, IdleClock, IdleClockSource, SplWatermark}
 import io.sqlext.window.{Family, Watermark, WindowSpec}
 import org.apache.spark.sql.{DataFrame, Encoders, KeyValueGroupedDataset, Row}
 import org.apache.spark.sql.functions.{col, lit}

@@ -73,7 +73,7 @@ final case class WindowSpec(
   /** Streaming runs one state machine for the whole window when its events act across
    *  partitions: marker punctuations, and PARTITION EVICTION COUNT and TUPLES (AGE is per
    *  partition). PUNCT() is per partition, as batch replays it: arrival order puts a file's
-   *  tuples together ([[io.sqlext.execution.ArrivalOrder]]), so the end of a file flushes a
+   *  tuples together ([[io.sqlext.replay.ArrivalOrder]]), so the end of a file flushes a
    *  partition right after that partition's last tuple of the file. */
   @transient lazy val actsAcrossPartitions: Boolean =
     policies.contains(Policy.MarkerPunct) ||

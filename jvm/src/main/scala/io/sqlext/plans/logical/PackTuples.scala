@@ -5,11 +5,10 @@ import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
 import org.apache.spark.sql.types.BinaryType
 
 /**
- * The tuples of each task of `child` packed per key: one row per key (and task) holding the
- * `keys` columns and `tuples`, the key's rows of `child` (all their columns) in Spark's own
- * binary row form, one after another in the task's read order
- * (io.sqlext.streaming.PackedTuples, which plans it and reads the rows in place). A map-side
- * step: it never moves rows between tasks.
+ * The tuples of each task of `child` packed per key: one row per key (and task) holding the `keys`
+ * columns and `tuples`, the key's rows of `child` (all their columns) in Spark's own binary row
+ * form, one after another in the task's read order (io.sqlext.streaming.input.PackedTuples, which
+ * plans it and reads the rows in place). A map-side step: it never moves rows between tasks.
  */
 case class PackTuples(keys: Seq[Attribute], tuples: Attribute, child: LogicalPlan)
     extends UnaryNode {

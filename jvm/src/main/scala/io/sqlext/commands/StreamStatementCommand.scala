@@ -1,0 +1,61 @@
+package io.sqlext.commands
+
+import io.sqlext.SqlExtErrors
+import io.sqlext.parser.SqlRewriterRegistry
+import org.apache.spark.sql.{Row, SparkSession}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference}
+import org.apache.spark.sql.execution.command.LeafRunnableCommand
+import org.apache.spark.sql.types._
+import org.json4s._
+import org.json4s.jackson.JsonMethods
+
+/**
+ * A streaming statement of sql.md section 5 (CREATE, SHOW, STOP, REFRESH, DROP). Streams are
+ * run by the Python side (foreachBatch and the Delta MERGE live there), so running the command
+ * hands the statement and the client's own session back to the rewriter.
+ */
+case class StreamStatementCommand(kind: String, sqlText: String) extends LeafRunnableCommand {
+
+  override val output: Seq[Attribute] =
+    if (kind == "SHOW") StreamStatementCommand.ShowColumns.map(f =>
+      AttributeReference(f.name, f.dataType, nullable = true)())
+    else Nil
+
+  override def run(session: SparkSession): Seq[Row] = {
+    val answer = JsonMethods.parse(SqlRewriterRegistry.execute(sqlText, session))
+    (answer \ "error", answer \ "rows") match {
+      case (JString(message), _) => throw SqlExtErrors.analysis(message)
+      case (_, JArray(rows)) => rows.map {
+        case JArray(values) => Row.fromSeq(values.zip(output).map { case (v, a) =>
+          StreamStatementCommand.value(v, a.dataType) })
+        case other => throw SqlExtErrors.analysis(s"malformed row from the rewriter: $other")
+      }
+      case _ => throw SqlExtErrors.analysis(s"malformed answer from the rewriter: $answer")
+    }
+  }
+}
+
+object StreamStatementCommand {
+  /** The columns of SHOW STREAMS, as sql_ext.streaming.STREAM_COLUMNS lists them. */
+  val ShowColumns: Seq[StructField] = Seq(
+    StructField("name", StringType), StructField("state", StringType),
+    StructField("trigger", StringType),
+    StructField("batch", LongType), StructField("rows_in", LongType),
+    StructField("rows_out", LongType), StructField("watermark", StringType),
+    StructField("state_rows", LongType), StructField("state_bytes", LongType),
+    StructField("late_dropped", LongType), StructField("not_windowed", LongType),
+    StructField("out_of_order_rows", LongType), StructField("last_progress", StringType),
+    StructField("last_error", StringType), StructField("last_error_time", StringType),
+    StructField("checkpoint", StringType), StructField("location", StringType))
+
+  private def value(json: JValue, dataType: DataType): Any = (json, dataType) match {
+    case (JNull | JNothing, _) => null
+    case (JBool(b), BooleanType) => b
+    case (JInt(i), LongType) => i.toLong
+    case (JLong(l), LongType) => l
+    case (JDouble(d), LongType) => d.toLong
+    case (JString(s), StringType) => s
+    case (other, StringType) => JsonMethods.compact(JsonMethods.render(other))
+    case (other, _) => throw SqlExtErrors.analysis(s"unexpected $other for a $dataType column")
+  }
+}

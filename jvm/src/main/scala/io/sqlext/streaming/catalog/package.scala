@@ -1,0 +1,13 @@
+package io.sqlext.streaming
+
+/**
+ * Streaming tables as the catalog and their readers see them: definitions and recorded state in
+ * the catalog, running queries by table (`StreamCatalog`), per-query progress and the drop
+ * counters that SHOW STREAMS reads (`StreamProgress`, `StreamCounters`, the counters the map tasks
+ * and processors add to), and the `window_state()` table function over a checkpoint's state
+ * (`WindowState`).
+ *
+ * May import: [[io.sqlext.streaming.time]], `replay` (the packed format), `window`,
+ * `aggregate` and Spark.
+ */
+package object catalog
