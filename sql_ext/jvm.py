@@ -23,11 +23,11 @@ from pyspark.sql.types import StructType
 REWRITER_REGISTRY = "io.sqlext.parser.SqlRewriterRegistry"
 PARTIAL_AGGREGATES = "io.sqlext.aggregate.PartialAggregates"
 STREAMING_WINDOWS = "io.sqlext.streaming.StreamingWindows"
-LATE_ROW_FILES = "io.sqlext.streaming.LateRowFiles"
-DELTA_BATCH_APPEND = "io.sqlext.streaming.DeltaBatchAppend"
-STREAM_CATALOG = "io.sqlext.streaming.StreamCatalog"
-STREAM_PROGRESS = "io.sqlext.streaming.StreamProgress"
-RUNNING_STREAMS = "io.sqlext.streaming.RunningStreams"
+LATE_ROW_FILES = "io.sqlext.streaming.delta.LateRowFiles"
+DELTA_BATCH_APPEND = "io.sqlext.streaming.delta.DeltaBatchAppend"
+STREAM_CATALOG = "io.sqlext.streaming.catalog.StreamCatalog"
+STREAM_PROGRESS = "io.sqlext.streaming.catalog.StreamProgress"
+RUNNING_STREAMS = "io.sqlext.streaming.catalog.RunningStreams"
 PROCESS_FUNCTIONS = "io.sqlext.analysis.ProcessFunctions"
 WINDOW_METRICS = "io.sqlext.execution.WindowMetrics"
 SCALA_OBJECTS = (REWRITER_REGISTRY, PARTIAL_AGGREGATES, STREAMING_WINDOWS, LATE_ROW_FILES,
@@ -298,7 +298,7 @@ def start_thrift_server(spark: SparkSession, host: str, port: int):
     return server.startWithContext(_session(spark).sqlContext())
 
 
-# -- the registry of running streams (io.sqlext.streaming.RunningStreams) ---------------------
+# -- the registry of running streams (io.sqlext.streaming.catalog.RunningStreams) ---------------------
 
 
 def run_started(spark: SparkSession, db: str, table: str, stream_id: str,

@@ -134,6 +134,6 @@ def test_show_streams_has_the_contracts_columns(spark):
 def test_a_failure_is_shortened_by_one_rule_on_both_sides(spark, message):
     from sql_ext.streaming import short_error
 
-    jvm_short = spark.sparkContext._jvm.io.sqlext.streaming.StreamCatalog.shortError(message)
+    jvm_short = spark.sparkContext._jvm.io.sqlext.streaming.catalog.StreamCatalog.shortError(message)
     assert jvm_short == short_error(message)
     assert len(jvm_short) <= contract.SHORT_ERROR_LIMIT + 4

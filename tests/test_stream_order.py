@@ -113,7 +113,7 @@ def test_streaming_equals_batch_however_cut(spark, tmp_path_factory, window, ord
 
 
 # TUMBLING PUNCT() over partial aggregates: without ORDER BY its windows are computed from
-# per-file partials (io.sqlext.streaming.FilePunctInput), with ORDER BY from the tuples.
+# per-file partials (io.sqlext.streaming.input.FilePunctInput), with ORDER BY from the tuples.
 PUNCT_PARTIALS = ("SELECT k, WINDOW_ID() AS w, WINDOW_EVENT() AS e, PANE_START() AS s, "
                   "PANE_END() AS t, PANE_TIMING() AS pt, PANE_INDEX() AS i, COUNT(*) AS n, "
                   "SUM(v) AS total, MIN(id) AS lo, MAX(id) AS hi, SUM(id * 2 + 1) AS odd "
@@ -277,7 +277,7 @@ def test_partition_eviction_age_is_whole_seconds_on_both_paths(spark):
         "SELECT COUNT(*) FROM t WINDOW TUMBLING COUNT(3) OVER (PARTITION BY k ORDER BY ts) "
         "PARTITION EVICTION AGE(1.5)")[0]).spec))
     assert spec.partitionEvictionPolicy().get().toString() == "Age(1)"
-    assert jvm.io.sqlext.streaming.WindowProcessor.ageMs(spec) == 1000
+    assert jvm.io.sqlext.streaming.processors.WindowProcessor.ageMs(spec) == 1000
 
 
 def test_window_spec_contract_between_python_and_scala(spark):

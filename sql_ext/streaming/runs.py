@@ -1,5 +1,5 @@
 """The runs of streaming tables in this process, as the one registry holds them: the JVM's
-io.sqlext.streaming.RunningStreams, which also stops a stream whose table any session drops and
+io.sqlext.streaming.catalog.RunningStreams, which also stops a stream whose table any session drops and
 records a stream's failure. This module reads it, and serialises the statements that start and
 stop the stream of one table (`managing`): several clients (JDBC connections, threads) may
 CREATE, ALTER, REFRESH, STOP and DROP the same table at once.

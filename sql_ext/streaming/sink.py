@@ -2,7 +2,7 @@
 then each micro-batch is one Delta commit by path (no catalog call per batch): a MERGE on the
 columns that identify a pane's row when the batch re-fires panes (their rows replace the
 earlier ones), else an append (first firings have no row yet). The commit records the batch
-as a Delta transaction of the stream (an append through io.sqlext.streaming.DeltaBatchAppend,
+as a Delta transaction of the stream (an append through io.sqlext.streaming.delta.DeltaBatchAppend,
 a MERGE through Delta's txnAppId/txnVersion), so a batch replayed after a restart is written
 once.
 """
@@ -131,7 +131,7 @@ def create_late_table(spark: SparkSession, name: str, schema: StructType,
 
 class LateRowsSink:
     """LATE ROWS INTO of a streaming table: the tasks of each micro-batch write its late rows
-    to files of the late table (io.sqlext.streaming.LateRowFiles); they are committed here in
+    to files of the late table (io.sqlext.streaming.delta.LateRowFiles); they are committed here in
     one commit that records the batch (as DeltaSink's appends), so a batch replayed after a
     restart adds them once."""
 

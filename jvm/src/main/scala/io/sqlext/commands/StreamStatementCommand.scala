@@ -1,5 +1,6 @@
 package io.sqlext.commands
 
+import io.sqlext.Contract
 import io.sqlext.SqlExtErrors
 import io.sqlext.parser.SqlRewriterRegistry
 import org.apache.spark.sql.{Row, SparkSession}
@@ -36,17 +37,14 @@ case class StreamStatementCommand(kind: String, sqlText: String) extends LeafRun
 }
 
 object StreamStatementCommand {
-  /** The columns of SHOW STREAMS, as sql_ext.streaming.STREAM_COLUMNS lists them. */
-  val ShowColumns: Seq[StructField] = Seq(
-    StructField("name", StringType), StructField("state", StringType),
-    StructField("trigger", StringType),
-    StructField("batch", LongType), StructField("rows_in", LongType),
-    StructField("rows_out", LongType), StructField("watermark", StringType),
-    StructField("state_rows", LongType), StructField("state_bytes", LongType),
-    StructField("late_dropped", LongType), StructField("not_windowed", LongType),
-    StructField("out_of_order_rows", LongType), StructField("last_progress", StringType),
-    StructField("last_error", StringType), StructField("last_error_time", StringType),
-    StructField("checkpoint", StringType), StructField("location", StringType))
+  /** The type of each SHOW STREAMS column that is not a string. */
+  private val CountColumns = Set("batch", "rows_in", "rows_out", "state_rows", "state_bytes",
+    "late_dropped", "not_windowed", "out_of_order_rows")
+
+  /** The columns of SHOW STREAMS, in the contract's order (Contract.ShowStreamsColumns). */
+  val ShowColumns: Seq[StructField] = Contract.ShowStreamsColumns.map { name =>
+    StructField(name, if (CountColumns(name)) LongType else StringType)
+  }
 
   private def value(json: JValue, dataType: DataType): Any = (json, dataType) match {
     case (JNull | JNothing, _) => null

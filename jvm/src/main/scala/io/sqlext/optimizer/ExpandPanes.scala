@@ -1,5 +1,6 @@
 package io.sqlext.optimizer
 
+import io.sqlext.Contract
 import io.sqlext.expressions.CountedNotNull
 import io.sqlext.plans.logical.WindowAssign
 import io.sqlext.window.{PaneSpec, WindowSpec}
@@ -67,14 +68,14 @@ case class ExpandPanes(sparkContext: SparkContext) extends Rule[LogicalPlan] {
       val n = Subtract(lastPane, Literal(i.toLong))
       val startMicros = Add(Multiply(n, Literal(period)), Literal(offset))
       val meta = w.metaOutput.map(_.name).map {
-        case WindowSpec.FireColumn | "__sx_wid" => n
-        case "__sx_pstart" => bound(startMicros, w.metaOutput.find(_.name == "__sx_pstart")
+        case WindowSpec.FireColumn | Contract.WindowIdColumn => n
+        case Contract.PaneStartColumn => bound(startMicros, w.metaOutput.find(_.name == Contract.PaneStartColumn)
           .get.dataType)
-        case "__sx_pend" => bound(Add(startMicros, Literal(duration)),
-          w.metaOutput.find(_.name == "__sx_pend").get.dataType)
-        case "__sx_timing" => Literal(w.spec.expansionFiring.timing)
-        case "__sx_pidx" => Literal(0L)
-        case "__sx_event" => Literal(w.spec.expansionFiring.event)
+        case Contract.PaneEndColumn => bound(Add(startMicros, Literal(duration)),
+          w.metaOutput.find(_.name == Contract.PaneEndColumn).get.dataType)
+        case Contract.PaneTimingColumn => Literal(w.spec.expansionFiring.timing)
+        case Contract.PaneIndexColumn => Literal(0L)
+        case Contract.WindowEventColumn => Literal(w.spec.expansionFiring.event)
       }
       w.child.output ++ meta :+ startMicros
     }

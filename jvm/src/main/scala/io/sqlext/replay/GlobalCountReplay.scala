@@ -1,5 +1,6 @@
 package io.sqlext.replay
 
+import io.sqlext.Contract
 import io.sqlext.window.{Firing, WindowSpec}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
@@ -38,7 +39,7 @@ object GlobalCountReplay {
       val values = layout.metaValues(0L, Firing.Flush, 0L, null, null)
       val meta = new GenericInternalRow(values)
       val windowSlots = layout.meta.map(_.name).zipWithIndex.collect {
-        case (WindowSpec.FireColumn | "__sx_wid", i) => i
+        case (WindowSpec.FireColumn | Contract.WindowIdColumn, i) => i
       }
       var number = offsets(partition)
       sorted.takeWhile(_ => number < complete).map { row =>

@@ -1,5 +1,6 @@
 package io.sqlext.replay
 
+import io.sqlext.Contract
 import io.sqlext.window.{DeltaValues, PaneFiring, PaneSpec, PartitionEvictionPolicy, WindowSpec}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
@@ -67,20 +68,20 @@ final case class ReplayLayout(spec: WindowSpec, input: Seq[Attribute], meta: Seq
 
   private lazy val panes = paneSpec
   private val metaNames = meta.map(_.name)
-  private val paneBoundType = meta.find(_.name == "__sx_pstart").orElse(
-    meta.find(_.name == "__sx_pend")).map(_.dataType).getOrElse(NullType)
+  private val paneBoundType = meta.find(_.name == Contract.PaneStartColumn).orElse(
+    meta.find(_.name == Contract.PaneEndColumn)).map(_.dataType).getOrElse(NullType)
 
   /** The firing's column values, in the order of `meta`. */
   def metaValues(windowId: Long, event: String, paneIndex: Long, first: => Any,
       last: => Any, timing: String = PaneFiring.OnTime): Array[Any] = metaNames.map {
-    case WindowSpec.FireColumn | "__sx_wid" => windowId
-    case "__sx_pstart" => if (spec.isPanes) paneBound(panes.start(windowId), paneBoundType)
+    case WindowSpec.FireColumn | Contract.WindowIdColumn => windowId
+    case Contract.PaneStartColumn => if (spec.isPanes) paneBound(panes.start(windowId), paneBoundType)
       else first
-    case "__sx_pend" => if (spec.isPanes) paneBound(panes.end(windowId), paneBoundType)
+    case Contract.PaneEndColumn => if (spec.isPanes) paneBound(panes.end(windowId), paneBoundType)
       else last
-    case "__sx_timing" => UTF8String.fromString(timing)
-    case "__sx_pidx" => paneIndex
-    case "__sx_event" => UTF8String.fromString(event)
+    case Contract.PaneTimingColumn => UTF8String.fromString(timing)
+    case Contract.PaneIndexColumn => paneIndex
+    case Contract.WindowEventColumn => UTF8String.fromString(event)
   }.toArray
 
   /** A pane bound (microseconds) in the type of PANE_START() / PANE_END(). */

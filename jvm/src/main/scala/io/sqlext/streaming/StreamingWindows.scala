@@ -1,5 +1,6 @@
 package io.sqlext.streaming
 
+import io.sqlext.Contract
 import io.sqlext.SqlExtErrors
 import io.sqlext.replay.LateRows
 import io.sqlext.streaming.catalog.{StreamCounters, StreamProgress}
@@ -194,10 +195,10 @@ object StreamingWindows {
 
   /** Pane bounds are timestamps; a tumbling or sliding window's are arrival (ORDER BY) values. */
   private def metaType(spec: WindowSpec, name: String, input: StructType): DataType = name match {
-    case "__sx_pstart" | "__sx_pend" if spec.isPanes => TimestampType // the event time's
-    case "__sx_pstart" | "__sx_pend" => input.find(_.name == WindowSpec.OrderColumn)
+    case Contract.PaneStartColumn | Contract.PaneEndColumn if spec.isPanes => TimestampType // the event time's
+    case Contract.PaneStartColumn | Contract.PaneEndColumn => input.find(_.name == WindowSpec.OrderColumn)
       .map(_.dataType).getOrElse(TimestampType)
-    case "__sx_timing" | "__sx_event" => StringType
+    case Contract.PaneTimingColumn | Contract.WindowEventColumn => StringType
     case _ => LongType
   }
 }

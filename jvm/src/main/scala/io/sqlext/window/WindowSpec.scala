@@ -1,5 +1,6 @@
 package io.sqlext.window
 
+import io.sqlext.Contract
 import org.json4s._
 import org.json4s.jackson.JsonMethods
 
@@ -110,26 +111,22 @@ final case class WindowSpec(
 }
 
 object WindowSpec {
-  val OrderColumn = "__sx_order"
-  val SeqColumn = "__sx_seq"
-  val DeltaColumn = "__sx_delta"
-  val TriggerDeltaColumn = "__sx_tdelta"
-  val EventTimeColumn = "__sx_etime"
-  val WatermarkColumn = "__sx_wm"
-  val PunctColumn = "__sx_punct"
-  val FileColumn = "__sx_file"
-  val ClockStartColumn = "__sx_t0"
-  val ClockEndColumn = "__sx_tmax"
+  // The helper columns, as the contract with the Python lowering names them (Contract).
+  val OrderColumn: String = Contract.OrderColumn
+  val SeqColumn: String = Contract.ArrivalColumn
+  val DeltaColumn: String = Contract.DeltaColumn
+  val TriggerDeltaColumn: String = Contract.TriggerDeltaColumn
+  val EventTimeColumn: String = Contract.EventTimeColumn
+  val WatermarkColumn: String = Contract.WatermarkColumn
+  val PunctColumn: String = Contract.PunctColumn
+  val FileColumn: String = Contract.FileColumn
+  val ClockStartColumn: String = Contract.ClockStartColumn
+  val ClockEndColumn: String = Contract.ClockEndColumn
 
-  /** Output column of each pane function; __sx_fire identifies a firing within a partition. */
-  val FireColumn = "__sx_fire"
-  val MetaColumns: Map[String, String] = Map(
-    "window_id" -> "__sx_wid",
-    "pane_start" -> "__sx_pstart",
-    "pane_end" -> "__sx_pend",
-    "pane_timing" -> "__sx_timing",
-    "pane_index" -> "__sx_pidx",
-    "window_event" -> "__sx_event")
+  /** What the aggregation groups a window's rows by (Contract.GroupColumn), and the output
+   *  column of each pane function. */
+  val FireColumn: String = Contract.GroupColumn
+  val MetaColumns: Map[String, String] = Contract.PaneFunctionColumns
 
   /** Every field of the JSON the Python rewriter writes, each read by `fromJson`. */
   val JsonFields: Seq[String] = Seq("kind", "policy", "count", "delta", "seconds",

@@ -1,5 +1,7 @@
 package io.sqlext.streaming.catalog
 
+import io.sqlext.Contract
+
 import scala.jdk.CollectionConverters._
 
 import org.apache.hadoop.fs.Path
@@ -85,14 +87,24 @@ object StreamCatalog {
     }
   }
 
-  /** A failure's first line and its innermost cause, which name the problem (the stack
-   *  of every layer does not), at most ShortErrorLimit characters (as Python's short_error). */
+  /** Spark's error classes that only wrap another error (a micro-batch's failure, an error in
+   *  the foreachBatch function that writes it): the error they wrap names the problem. */
+  private val WrappingErrors = Seq("[STREAM_FAILED]", "[FOREACH_BATCH_USER_FUNCTION_ERROR]")
+  private val SparkErrorLine = """\s*[\w.$]+(Exception|Error): \[[A-Z][A-Z0-9_.]*\]""".r
+
+  /** A stream failure carries the whole stack of every layer: its first line, the innermost
+   *  cause and the innermost of Spark's own errors (`...Exception: [CLASS] ...`) name the
+   *  problem; at most Contract.ShortErrorLimit characters. The same rule as Python's
+   *  sql_ext.streaming.runs.short_error (tests/test_contract.py compares them). */
   def shortError(message: String): String = {
     val lines = message.linesIterator.toSeq
-    val cause = lines.filter(_.trim.startsWith("Caused by:")).lastOption
-    (lines.take(1) ++ cause).mkString("\n").take(ShortErrorLimit)
+    val causes = lines.filter(_.trim.startsWith("Caused by:"))
+    val errors = lines.drop(1).filter(line => SparkErrorLine.findPrefixOf(line).isDefined &&
+      !WrappingErrors.exists(line.contains)).map(_.trim)
+    val kept = lines.take(1) ++ causes.takeRight(1)
+    val text = (kept ++ errors.takeRight(1).filterNot(kept.mkString("\n").contains))
+      .mkString("\n")
+    if (text.length <= Contract.ShortErrorLimit) text
+    else text.take(Contract.ShortErrorLimit) + " ..."
   }
-
-  /** The longest error a catalog entry records (sql_ext.sql.contract.SHORT_ERROR_LIMIT). */
-  val ShortErrorLimit = 2000
 }

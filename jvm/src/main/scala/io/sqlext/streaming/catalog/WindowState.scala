@@ -1,5 +1,6 @@
 package io.sqlext.streaming.catalog
 
+import io.sqlext.Contract
 import io.sqlext.SqlExtErrors
 import io.sqlext.aggregate.PartialAggregates
 import io.sqlext.streaming.time.{BatchWatermark, SplWatermark}
@@ -116,7 +117,7 @@ private class WindowState(session: SparkSession, spec: WindowSpec, partitions: S
   /** The partition struct, fields named as written, from the key columns __sx_p0, ... */
   private def partition(key: Column): Column =
     if (partitions.isEmpty) lit(null).cast(new StructType()).as("partition")
-    else struct(partitions.indices.map(i => key.getField(s"__sx_p$i").as(partitions(i))): _*)
+    else struct(partitions.indices.map(i => key.getField(Contract.partitionColumn(i)).as(partitions(i))): _*)
       .as("partition")
 
   private def paneBounds(n: Column): Seq[Column] = Seq(
@@ -142,11 +143,11 @@ private class WindowState(session: SparkSession, spec: WindowSpec, partitions: S
   /** A pane's partials (`pane`'s fields __sx_a0, __sx_a1, ...), labelled by aggregate. */
   private def partialsJson(p: Column, pane: StructType): Column = {
     val labels = spec.aggregates.foldLeft(Seq.empty[String]) { case (done, (function, column)) =>
-      val first = pane.find(_.name == s"__sx_a${done.length}").map(_.dataType)
+      val first = pane.find(_.name == Contract.aggregateColumn(done.length)).map(_.dataType)
       done ++ PartialAggregates.partialLabels(function, column, first)
     }
     to_json(struct(labels.zipWithIndex.map { case (label, j) =>
-      p.getField(s"__sx_a$j").as(label)
+      p.getField(Contract.aggregateColumn(j)).as(label)
     }: _*))
   }
 

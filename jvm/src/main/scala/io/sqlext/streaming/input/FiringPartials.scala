@@ -1,5 +1,6 @@
 package io.sqlext.streaming.input
 
+import io.sqlext.Contract
 import io.sqlext.aggregate.{AggregateLayout, PartialAggregates, Partials}
 import io.sqlext.window.WindowSpec
 import org.apache.spark.sql.Row
@@ -31,12 +32,12 @@ final class FiringPartials(spec: WindowSpec, input: StructType)
 
   /** The aggregates' values a firing hands on, each in Spark's result type. */
   def schema: Seq[StructField] = layout.resultTypes.zipWithIndex.map { case (t, i) =>
-    StructField(s"__sx_a$i", t, nullable = true)
+    StructField(Contract.aggregateColumn(i), t, nullable = true)
   }
 
   /** The columns of partials in a row (a map task's per pane or file, a pane's state). Their
    *  names and types are those earlier builds wrote, one per partial, so checkpoints resume. */
-  def partialSchema: Seq[StructField] = layout.partialFields(j => s"__sx_a$j")
+  def partialSchema: Seq[StructField] = layout.partialFields(j => Contract.aggregateColumn(j))
 
   /** The aggregates' values over a firing's tuples in Spark's internal form, in arrival order
    *  (the TUMBLING and SLIDING processors'). */

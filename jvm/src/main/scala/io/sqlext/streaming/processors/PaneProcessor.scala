@@ -1,5 +1,6 @@
 package io.sqlext.streaming.processors
 
+import io.sqlext.Contract
 import io.sqlext.streaming.time.SplWatermark
 import io.sqlext.window.{PaneEmit, PaneFiring, PaneRule, PaneSpec, PaneState, WindowSpec}
 import org.apache.spark.sql.{Encoders, Row}
@@ -145,12 +146,12 @@ object PaneProcessor {
   def metaValues(metaNames: Seq[String], geometry: PaneSpec, n: Long, firing: PaneFiring,
       java8Time: Boolean): Seq[Any] = {
     metaNames.map {
-      case WindowSpec.FireColumn | "__sx_wid" => n
-      case "__sx_pstart" => timestamp(geometry.start(n), java8Time)
-      case "__sx_pend" => timestamp(geometry.end(n), java8Time)
-      case "__sx_timing" => firing.timing
-      case "__sx_pidx" => firing.index
-      case "__sx_event" => firing.event
+      case WindowSpec.FireColumn | Contract.WindowIdColumn => n
+      case Contract.PaneStartColumn => timestamp(geometry.start(n), java8Time)
+      case Contract.PaneEndColumn => timestamp(geometry.end(n), java8Time)
+      case Contract.PaneTimingColumn => firing.timing
+      case Contract.PaneIndexColumn => firing.index
+      case Contract.WindowEventColumn => firing.event
     }
   }
 }

@@ -1,5 +1,6 @@
 package io.sqlext.streaming.processors
 
+import io.sqlext.Contract
 import io.sqlext.replay.{ArrivalOrder, ReplayLayout}
 import io.sqlext.streaming.catalog.StreamCounters
 import io.sqlext.streaming.input.{ExternalRows, FileEnds, FiringPartials, MicroBatchOrder,
@@ -228,12 +229,12 @@ object WindowProcessor {
   def metaValues(metaNames: Seq[String], windowId: Long, event: String, first: => Any,
       last: => Any): Seq[Any] =
     metaNames.map {
-      case WindowSpec.FireColumn | "__sx_wid" => windowId
-      case "__sx_pstart" => first
-      case "__sx_pend" => last
-      case "__sx_timing" => "ON_TIME"
-      case "__sx_pidx" => 0L
-      case "__sx_event" => event
+      case WindowSpec.FireColumn | Contract.WindowIdColumn => windowId
+      case Contract.PaneStartColumn => first
+      case Contract.PaneEndColumn => last
+      case Contract.PaneTimingColumn => "ON_TIME"
+      case Contract.PaneIndexColumn => 0L
+      case Contract.WindowEventColumn => event
     }
 
   val PolicySchema: StructType = new StructType()

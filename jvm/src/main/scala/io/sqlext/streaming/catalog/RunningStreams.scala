@@ -1,4 +1,4 @@
-package io.sqlext.streaming
+package io.sqlext.streaming.catalog
 
 import java.time.Instant
 import java.time.temporal.ChronoUnit
