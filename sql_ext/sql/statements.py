@@ -20,7 +20,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from sql_ext.sql.dialect import (CreateStreamingTable, DropStreamingTable, RefreshStreamingTable,
-                             ShowStreams, SqlExt, StopStream)
+                                 ShowStreams, SqlExt, StopStream)
 from sql_ext.sql.errors import error_at_node
 from sql_ext.sql.transpile import lower_parts, parse, stream_source
 from sql_ext.sql.window_model import duration_seconds

@@ -17,6 +17,7 @@ from sql_ext.sql.window_model import duration_seconds
 from sql_ext.streaming import lifecycle, status
 from sql_ext.streaming.runs import short_error
 
+
 def execute(sql: str, spark: SparkSession) -> list[list]:
     """Runs one streaming statement on `spark`; the rows it returns (SHOW STREAMS)."""
     statement = statement_of(sql)
