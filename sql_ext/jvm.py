@@ -334,7 +334,3 @@ def run_swap_logged_drops(spark: SparkSession, db: str, table: str,
     """Records the drop figures now logged for db.table's run; the ones logged before."""
     before = _object(spark, RUNNING_STREAMS).swapLoggedDrops(db, table, *drops)
     return tuple(before)
-
-
-def forget_run(spark: SparkSession, db: str, table: str) -> None:
-    _object(spark, RUNNING_STREAMS).forget(db, table)

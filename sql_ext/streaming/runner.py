@@ -164,10 +164,9 @@ def _written(spark: SparkSession, entry: Entry, batch_id: int, written: int,
 def stop(spark: SparkSession, entry: Entry, timeout: float = 3.0) -> bool:
     """Stops this process's run of a table between two micro-batches when it can (a stop in the
     middle of a batch interrupts it; the batch is then redone at the next start)."""
-    run = jvm.latest_run(spark, entry.db, entry.table)  # (whichever stream of the table runs)
-    if run is None or not run["query"].isActive:
+    run = runs.running_on_table(spark, entry)
+    if run is None:
         return False
-    run = runs.StreamRun(**run)
     deadline = time.monotonic() + timeout
     while run.query.status.get("isTriggerActive") and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -41,15 +41,24 @@ class StreamRun:
 def latest(spark: SparkSession, entry: Entry) -> StreamRun | None:
     """The latest run of `entry`'s stream in this process (not one of a table since dropped
     and created again under the same name)."""
-    found = jvm.latest_run(spark, entry.db, entry.table)
-    if found is None or found["stream_id"] != entry.stream_id:
-        return None
-    return StreamRun(**found)
+    run = _latest_of_table(spark, entry)
+    return run if run is not None and run.stream_id == entry.stream_id else None
 
 
 def running(spark: SparkSession, entry: Entry) -> StreamRun | None:
     run = latest(spark, entry)
     return run if run is not None and run.active else None
+
+
+def running_on_table(spark: SparkSession, entry: Entry) -> StreamRun | None:
+    """The run of `entry`'s table while it is active, whichever stream of the table it runs."""
+    run = _latest_of_table(spark, entry)
+    return run if run is not None and run.active else None
+
+
+def _latest_of_table(spark: SparkSession, entry: Entry) -> StreamRun | None:
+    found = jvm.latest_run(spark, entry.db, entry.table)
+    return None if found is None else StreamRun(**found)
 
 
 _locks: dict[str, threading.RLock] = {}

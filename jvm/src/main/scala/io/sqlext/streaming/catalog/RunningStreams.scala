@@ -82,9 +82,6 @@ object RunningStreams {
     case None => Array(late, notWindowed, outOfOrder)
   }
 
-  /** Forgets the runs of db.table (its table is dropped). */
-  def forget(db: String, table: String): Unit = runs.remove(key(db, table))
-
   /** Called by the progress listener when any query ends: a stream that died records its
    *  error in the catalog, so SHOW STREAMS of any later process shows it FAILED. */
   def terminated(queryId: String, error: Option[String]): Unit = error.foreach { message =>
