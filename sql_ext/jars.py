@@ -29,7 +29,9 @@ DELTA_ARTIFACTS = (
 PACKAGE_DIR = Path(__file__).resolve().parent
 PROJECT_DIR = PACKAGE_DIR.parent
 EXTENSION_CLASS = "io.sqlext.SqlExtExtensions"
-EXTENSIONS = f"{EXTENSION_CLASS},io.delta.sql.DeltaSparkSessionExtension"
+# Delta's first, so that sql-ext's parser is the outermost: Delta's (4.4) drops spark.sql's
+# parameter values on the way in, and sql-ext's hands them on to Spark's own parser.
+EXTENSIONS = f"io.delta.sql.DeltaSparkSessionExtension,{EXTENSION_CLASS}"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 # Streaming windows run under transformWithState, which needs the RocksDB state store.
 ROCKSDB_STATE_STORE = \

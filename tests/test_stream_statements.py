@@ -83,7 +83,7 @@ def _stream(spark, name):
 
 
 @pytest.mark.parametrize("statement, message", [
-    ("CREATE STREAMING TABLE bad AS SELECT k FROM STREAM(src)",
+    ("CREATE STREAMING TABLE bad TRIGGER EVERY 5 AS SELECT k FROM STREAM(src)",
      "CREATE STREAMING TABLE needs a windowed query over FROM STREAM"),
     ("CREATE STREAMING TABLE bad AS SELECT k, COUNT(*) FROM src WINDOW TIME_INTERVAL(10) ON ts",
      "CREATE STREAMING TABLE needs a windowed query over FROM STREAM"),

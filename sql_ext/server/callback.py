@@ -1,7 +1,7 @@
 """The JVM's calls into Python (a py4j callback, the channel PySpark's foreachBatch uses).
 
-RewritingParser asks `rewrite` about a statement only when Spark's own parser rejected it (or
-parsed it as Spark's own CREATE STREAMING TABLE); StreamStatementCommand calls `execute` when
+RewritingParser asks `rewrite` about a statement only when Spark's own parser rejected it
+(a statement Spark parses stays Spark's, spec/sql.md section 10); StreamStatementCommand calls `execute` when
 it runs a streaming statement, with the session of the client. The answer protocol is
 documented on io.sqlext.parser.SqlRewriter.
 """
@@ -16,7 +16,7 @@ from sql_ext import jvm
 from sql_ext.sql.dialect import has_window_clause
 from sql_ext.sql.errors import WindowSqlError
 from sql_ext.sql.statements import kind_of, statement_of
-from sql_ext.sql.transpile import transpile
+from sql_ext.sql.transpile import leading_text, named_positional_parameters, transpile
 from sql_ext.streaming import statements
 
 log = logging.getLogger("sql_ext")
@@ -30,7 +30,10 @@ def answer(sql: str) -> str:
             return "COMMAND\n" + kind_of(statement)
         if not has_window_clause(sql):
             return "PASS"
-        return "SQL\n" + transpile(sql)
+        named = named_positional_parameters(sql)
+        if named != sql:
+            transpile(sql)  # so that an error points into the text the user wrote
+        return "SQL\n" + leading_text(sql) + transpile(named, comments=False)
     except WindowSqlError as error:
         return f"ERROR\n{error.line}\n{max(error.column - 1, 0)}\n{error.message}"
     except Exception as error:

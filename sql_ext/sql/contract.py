@@ -4,8 +4,8 @@ tests/test_contract.py fails when the two differ or when either side stops using
 
 - input columns: the helper columns the lowering adds to a window's input, read by the JVM
   operator (ORDER BY value, arrival number, DELTA attributes, event time, watermark, ...);
-- numbered columns: partition key i (`__sx_p<i>`) and, from streaming partials, aggregate i
-  (`__sx_a<i>`);
+- numbered names: partition key i (`__sx_p<i>`), from streaming partials aggregate i
+  (`__sx_a<i>`), and the i-th positional parameter `?` of a rewritten statement (`:__sx_pos<i>`);
 - the group column (`__sx_fire`): what the aggregation groups a window's rows by, within a
   partition: a firing's number for TUMBLING and SLIDING, a pane's number for TIME_INTERVAL
   (whose firings of one pane are told apart by PANE_INDEX());
@@ -60,6 +60,11 @@ def aggregate_column(i: int) -> str:
 
 def aggregate_input_column(i: int) -> str:
     return f"{AGGREGATE_INPUT_PREFIX}{i}"
+
+
+def positional_parameter(i: int) -> str:
+    """The name a rewritten statement gives its i-th `?` (the JVM binds it to the i-th value)."""
+    return f"{_NUMBERED['positional_parameter']}{i}"
 
 
 def is_partition_column(name: str) -> bool:

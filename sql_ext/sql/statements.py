@@ -18,9 +18,10 @@ session of the client (PySpark, a Thrift connection, dbt).
 from __future__ import annotations
 
 from sqlglot import exp
+from sqlglot.tokens import TokenType
 
 from sql_ext.sql.dialect import (CreateStreamingTable, DropStreamingTable, RefreshStreamingTable,
-                                 ShowStreams, SqlExt, StopStream)
+                                 ShowStreams, SqlExt, StopStream, has_window_clause)
 from sql_ext.sql.errors import error_at_node
 from sql_ext.sql.transpile import lower_parts, parse, stream_source
 from sql_ext.sql.window_model import duration_seconds
@@ -31,8 +32,10 @@ STATEMENTS = tuple(KINDS)
 
 
 def statement_of(sql: str) -> exp.Expression | None:
-    """The streaming statement `sql` is, validated; None for any other text."""
-    if not _starts_like_a_statement(sql):
+    """The streaming statement `sql` is, validated; None for any other text, and for a CREATE
+    STREAMING TABLE without the extension's clauses: that one is Spark's (spec/sql.md section
+    10), so Spark's own error stands."""
+    if not _starts_like_a_statement(sql) or not _holds_extension_clause(sql):
         return None
     statements = parse(sql)
     if len(statements) != 1 or not isinstance(statements[0], STATEMENTS):
@@ -53,6 +56,29 @@ def _starts_like_a_statement(sql: str) -> bool:
     return words.startswith(("CREATE STREAMING TABLE", "CREATE OR REPLACE", "SHOW STREAMS",
                              "ALTER STREAMING TABLE",
                              "STOP STREAM", "REFRESH STREAMING TABLE", "DROP STREAMING TABLE"))
+
+
+def _holds_extension_clause(sql: str) -> bool:
+    """A CREATE [OR REPLACE] STREAMING TABLE is the extension's when its header has TRIGGER or
+    CHECKPOINT or its query has a window clause (spec/sql.md section 10); the other statements
+    of this module are never Spark's."""
+    tokens = SqlExt().tokenize(sql)
+    words = [t.text.upper() for t in tokens[:5]]
+    if words[:3] == ["CREATE", "STREAMING", "TABLE"]:
+        header_start = 3
+    elif words == ["CREATE", "OR", "REPLACE", "STREAMING", "TABLE"]:
+        header_start = 5
+    else:
+        return True
+    header = []
+    for token in tokens[header_start:]:
+        if token.token_type == TokenType.ALIAS:
+            break
+        header.append(token)
+    return has_window_clause(sql) or any(
+        token.token_type == TokenType.TRIGGER
+        or (token.text.upper() == "CHECKPOINT" and after.token_type == TokenType.STRING)
+        for token, after in zip(header, header[1:] + header[-1:]))
 
 
 def _validate_create(statement: CreateStreamingTable) -> None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
+from sqlglot.tokens import TokenType
 
 from sql_ext.sql import contract
 from sql_ext.sql import udaf_names
@@ -68,12 +69,37 @@ def _readable(description: str, near: str | None) -> str:
     return f"syntax error near '{near}': {what}" if near else f"syntax error: {what}"
 
 
-def transpile(sql: str) -> str:
-    """Plain Spark SQL for `sql`; text without a window clause comes back unchanged."""
+def transpile(sql: str, comments: bool = True) -> str:
+    """Plain Spark SQL for `sql`; text without a window clause comes back unchanged.
+    `comments=False` leaves the statement's comments out."""
     if not has_window_clause(sql):
         return sql
     statements = [s.transform(_lower_if_windowed) for s in parse(sql)]
-    return ";\n".join(s.sql(dialect="spark") for s in statements)
+    return ";\n".join(s.sql(dialect="spark", comments=comments) for s in statements)
+
+
+def named_positional_parameters(sql: str) -> str:
+    """`sql` with its i-th `?` written `:__sx_pos<i>` (contract.positional_parameter).
+
+    The lowering may move clauses, and with them the markers' order, so the JVM binds
+    `spark.sql(text, args=[...])`'s values to these names rather than by position.
+
+        SELECT ... WHERE k = ? AND x > ?  ->  SELECT ... WHERE k = :__sx_pos0 AND x > :__sx_pos1
+    """
+    markers = [t for t in SqlExt().tokenize(sql)
+               if t.token_type == TokenType.PLACEHOLDER and t.text == "?"]
+    for i, marker in reversed(list(enumerate(markers))):
+        sql = sql[:marker.start] + ":" + contract.positional_parameter(i) + sql[marker.end + 1:]
+    return sql
+
+
+def leading_text(sql: str) -> str:
+    """What comes before the statement's first token: whitespace and comments.
+
+    A rewritten statement keeps it, so its plan starts where Spark's parser says the
+    statement starts in the user's text (declarative pipelines cut the text at that index)."""
+    tokens = SqlExt().tokenize(sql)
+    return sql[:tokens[0].start] if tokens else sql
 
 
 def _lower_if_windowed(node: exp.Expression) -> exp.Expression:

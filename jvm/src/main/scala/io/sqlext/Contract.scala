@@ -55,7 +55,13 @@ object Contract {
 
   private val partitionPrefix = (parsed \ "numbered_columns" \ "partition").extract[String]
   private val aggregatePrefix = (parsed \ "numbered_columns" \ "aggregate").extract[String]
+  private val positionalPrefix =
+    (parsed \ "numbered_columns" \ "positional_parameter").extract[String]
   def partitionColumn(i: Int): String = s"$partitionPrefix$i"
+  /** The i of a rewritten statement's `:<prefix><i>`, its i-th positional parameter `?`. */
+  def positionalParameterIndex(name: String): Option[Int] =
+    Option(name).filter(_.startsWith(positionalPrefix))
+      .flatMap(_.stripPrefix(positionalPrefix).toIntOption)
   def aggregateColumn(i: Int): String = s"$aggregatePrefix$i"
 
   val ShowStreamsColumns: Seq[String] =

@@ -6,8 +6,7 @@ import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParseException, ParserInterface}
 import io.sqlext.commands.StreamStatementCommand
 import io.sqlext.parser.SqlRewriterRegistry.timeoutOf
-import org.apache.spark.sql.catalyst.plans.logical.{CreateStreamingTable,
-  CreateStreamingTableAsSelect, LogicalPlan}
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.{AnalysisException, SparkSession}
 import org.apache.spark.sql.types.{DataType, StructType}
 
@@ -20,40 +19,48 @@ class RewritingParser(session: SparkSession, delegate: ParserInterface)
     extends ParserInterface {
 
   override def parsePlan(sqlText: String): LogicalPlan =
-    withRewrite(sqlText)(delegate.parsePlan)
+    withRewrite(sqlText, None)(delegate.parsePlan)
 
+  /** `spark.sql(text, args)` and Spark Connect's parameterized SQL come here. Delta's parser
+   *  (4.4), which ours wraps, drops the values on the way to Spark's; Spark's own parser then
+   *  parses the statement with them (ParameterBinding.sparksOwn), so its meaning is Spark's. */
   override def parsePlanWithParameters(sqlText: String, ctx: ParameterContext): LogicalPlan =
-    withRewrite(sqlText)(text => delegate.parsePlanWithParameters(text, ctx))
+    withRewrite(sqlText, Some(ctx))(text =>
+      ParameterBinding.sparksOwn(delegate.parsePlanWithParameters(text, ctx), text, ctx))
 
   override def parseQuery(sqlText: String): LogicalPlan =
-    withRewrite(sqlText)(delegate.parseQuery)
+    withRewrite(sqlText, None)(delegate.parseQuery)
 
-  private def withRewrite(sqlText: String)(parse: String => LogicalPlan): LogicalPlan = {
-    val parsed =
-      try parse(sqlText)
-      catch { case original: ParseException => return rewritten(sqlText, parse, original) }
-    parsed match {
-      // Spark's declarative-pipeline statement cannot run in a session: the statement is ours.
-      case _: CreateStreamingTableAsSelect | _: CreateStreamingTable =>
-        rewritten(sqlText, parse, SqlExtErrors.parse(sqlText,
-          "CREATE STREAMING TABLE needs the sql_ext rewriter (build the session with sql_ext)",
-          1, 0))
-      case plan => plan
+  /** Spark's own parse wins whenever it succeeds (spec/sql.md section 10): a statement Spark
+   *  parses, its declarative-pipeline statements included, never reaches the rewriter. */
+  private def withRewrite(sqlText: String, parameters: Option[ParameterContext])(
+      parse: String => LogicalPlan): LogicalPlan =
+    try parse(sqlText)
+    catch { case original: ParseException => rewritten(sqlText, parse, parameters, original) }
+
+  private def rewritten(sqlText: String, parse: String => LogicalPlan,
+      parameters: Option[ParameterContext], original: Exception): LogicalPlan =
+    SqlRewriterRegistry.rewrite(sqlText, timeoutOf(session)) match {
+      case Some(answer) if answer.startsWith("SQL\n") =>
+        val text = answer.stripPrefix("SQL\n")
+        // The rewritten text's markers are bound here, not by Spark's parser: see
+        // ParameterBinding.
+        val plan = parameters.fold(parse(text))(
+          ParameterBinding.bind(delegate.parsePlan(text), _, sqlText))
+        analyzedForUser(plan, sqlText)
+      case Some(answer) if answer.startsWith("COMMAND\n") =>
+        // The command hands its text back to Python when it runs; values would not travel.
+        if (parameters.exists(ParameterBinding.hasValues)) {
+          throw SqlExtErrors.parse(sqlText, "streaming-table statements take no parameters: " +
+            "write the values into the statement", 1, 0)
+        }
+        StreamStatementCommand(answer.stripPrefix("COMMAND\n"), sqlText)
+      case Some(answer) if answer.startsWith("ERROR\n") =>
+        val Array(_, line, column, message) = answer.split("\n", 4)
+        throw SqlExtErrors.parse(sqlText, message, line.toInt, column.toInt)
+      case None => throw unregistered(sqlText, original)
+      case _ => throw original
     }
-  }
-
-  private def rewritten(sqlText: String, parse: String => LogicalPlan, original: Exception)
-      : LogicalPlan = SqlRewriterRegistry.rewrite(sqlText, timeoutOf(session)) match {
-    case Some(answer) if answer.startsWith("SQL\n") =>
-      analyzedForUser(parse(answer.stripPrefix("SQL\n")), sqlText)
-    case Some(answer) if answer.startsWith("COMMAND\n") =>
-      StreamStatementCommand(answer.stripPrefix("COMMAND\n"), sqlText)
-    case Some(answer) if answer.startsWith("ERROR\n") =>
-      val Array(_, line, column, message) = answer.split("\n", 4)
-      throw SqlExtErrors.parse(sqlText, message, line.toInt, column.toInt)
-    case None => throw unregistered(sqlText, original)
-    case _ => throw original
-  }
 
   /** Analyzes the rewritten plan here, so that an error (an unknown column, a missing table)
    *  is reported in the user's terms (WindowedErrors) rather than the rewrite's. The

@@ -12,7 +12,7 @@ import org.apache.spark.sql.catalyst.trees.Origin
  * terms: the same error condition and parameters without the rewrite's helper columns
  * (`__sx_*`), without the internal plan, and positioned in the text the user wrote (where the
  * unresolved name first occurs), not in the rewritten one. It is raised while parsing, so it is
- * a ParseException (parsers wrapping ours, Delta's, pass those on untouched); clients show the
+ * a ParseException (what Spark raises while parsing, whoever wraps the parser); clients show the
  * user's statement with a pointer at the name.
  */
 object WindowedErrors {
