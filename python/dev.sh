@@ -26,7 +26,7 @@ setup_python() {
   if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     say "installing Python packages (pyspark is large: about a minute)"
     "$PY" -m pip install -q --upgrade pip
-    "$PY" -m pip install -q -e ".[test,dbt]"
+    "$PY" -m pip install -q -e ".[test,dbt,connect]"
     touch "$stamp"
   fi
   export PYSPARK_PYTHON="$PY"

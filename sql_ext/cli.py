@@ -1,5 +1,5 @@
-"""`sql-ext` command line: run the seed examples, start the Thrift server, transpile SQL, run
-dbt in a sql-ext session.
+"""`sql-ext` command line: run the seed examples, start the Thrift or Spark Connect server,
+transpile SQL, run dbt in a sql-ext session.
 
 The top layer: it may import every other. Each command imports what it runs when it runs, so
 that `sql-ext transpile` and `sql-ext passwd` start without loading pyspark.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -35,7 +36,6 @@ def run_examples(args) -> int:
 
 
 def thriftserver(args) -> int:
-    from sql_ext import jvm
     from sql_ext.server import auth
     from sql_ext.server.thrift import start_thrift_server, thrift_conf
     from sql_ext.session import session
@@ -56,17 +56,49 @@ def thriftserver(args) -> int:
         started = resume(spark)
         print(f"resumed {len(started)} streaming table(s): {', '.join(started) or '-'}",
               flush=True)
+    return _serve(spark, "sql-ext Thrift server")
+
+
+def connect_server(args) -> int:
+    from sql_ext.server import auth
+    from sql_ext.server.connect import TOKEN_ENV, connect_conf, start_connect_server, token_of
+    from sql_ext.session import session
+
+    auth.check_bind(args.host, args.auth, args.insecure_no_auth, "sql-ext connect-server",
+                    f"--auth token (with --token-file FILE or {TOKEN_ENV})")
+    token = token_of(args.token_file) if args.auth == "token" else None
+    spark = session(warehouse=args.warehouse, app_name="sql-ext-connect-server",
+                    metastore=args.metastore, master=args.master,
+                    conf=connect_conf(args.host, args.port, token))
+    _load_udafs(args.udafs)
+    if args.resume:
+        from sql_ext.streaming import resume
+
+        started = resume(spark)
+        print(f"resumed {len(started)} streaming table(s): {', '.join(started) or '-'}",
+              flush=True)
+    # Last: the first remote statement finds the rewriter, the UDAFs and the streams in place.
+    address = start_connect_server(spark, args.host, args.port)
+    given = args.token_file or os.environ.get(TOKEN_ENV)
+    shown = f"/;token={token}" if token and not given else ("/;token=<your token>" if token else "")
+    print(f"sql-ext Spark Connect server on {address}{shown} (Ctrl-C to stop)", flush=True)
+    return _serve(spark, "sql-ext Spark Connect server")
+
+
+def _serve(spark, what: str) -> int:
+    """Serves until SIGTERM or Ctrl-C. The JVM that PySpark launched serves every client: if
+    it dies (a crash, the OOM killer), this process must not linger as a server that answers
+    nothing; it exits non-zero so that a supervisor restarts it."""
+    from sql_ext import jvm
+
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    # The JVM that PySpark launched serves every connection: if it dies (a crash, the OOM
-    # killer), this process must not linger as a server that answers nothing; it exits non-zero
-    # so that a supervisor restarts it.
     driver = jvm.driver_process(spark)
     try:
         while not stop.wait(2.0):
             if driver is not None and driver.poll() is not None:
-                print(f"sql-ext Thrift server: its JVM exited with code {driver.returncode}; "
-                      "the server stops", file=sys.stderr, flush=True)
+                print(f"{what}: its JVM exited with code {driver.returncode}; the server stops",
+                      file=sys.stderr, flush=True)
                 return 1
     except KeyboardInterrupt:
         pass
@@ -168,6 +200,28 @@ def main(argv=None) -> int:
     server.add_argument("--udafs", default=None, metavar="MODULE[,MODULE]",
                         help="modules of @sql_ext.udaf functions for every JDBC/dbt session")
     server.set_defaults(run=thriftserver)
+    connect = commands.add_parser(
+        "connect-server", help="start the Spark Connect server (sc://host:port)",
+        description="Spark Connect for remote clients (pyspark's SparkSession.builder.remote, "
+                    "spark-pipelines --remote, the Go/Rust/Swift clients) with sql-ext's SQL.")
+    connect.add_argument("--host", default="127.0.0.1")
+    connect.add_argument("--port", type=int, default=15002)
+    connect.add_argument("--warehouse", default=None)
+    connect.add_argument("--metastore", default=None, help=METASTORE_HELP)
+    connect.add_argument("--master", default="local[2]", help=MASTER_HELP)
+    connect.add_argument("--no-resume", dest="resume", action="store_false",
+                         help="do not start the catalog's TRIGGER EVERY streaming tables")
+    connect.add_argument("--auth", choices=("none", "token"), default="none",
+                         help="none (the default, loopback only) or token: clients present "
+                              "it as sc://host:port/;token=...")
+    connect.add_argument("--token-file", default=None,
+                         help="--auth token: the token is this file's first line (default: "
+                              "SPARK_CONNECT_AUTHENTICATE_TOKEN, else a new one, printed)")
+    connect.add_argument("--insecure-no-auth", action="store_true",
+                         help="allow --auth none on an address other machines can reach")
+    connect.add_argument("--udafs", default=None, metavar="MODULE[,MODULE]",
+                         help="modules of @sql_ext.udaf functions for every client session")
+    connect.set_defaults(run=connect_server)
     users = commands.add_parser("passwd", help="add a user to a password file, or change "
                                                "their password")
     users.add_argument("file")

@@ -35,8 +35,20 @@ SCALA_OBJECTS = (REWRITER_REGISTRY, PARTIAL_AGGREGATES, STREAMING_WINDOWS, LATE_
                  WINDOW_METRICS, RUNNING_STREAMS)
 
 
+def require_classic(spark, what: str = "this sql_ext helper") -> None:
+    """Raises a clear error when `spark` is a Spark Connect client's session: `what` calls
+    into the driver's JVM, which only a classic session has in its process."""
+    if not is_classic(spark):
+        raise TypeError(
+            f"{what} needs a classic session, whose driver runs in this process "
+            "(sql_ext.session()); this is a Spark Connect client's session. Over Spark Connect "
+            "use SQL: windowed queries, the streaming-table statements and SHOW STREAMS all "
+            "work there")
+
+
 def _object(spark: SparkSession, name: str):
     """The JVM class (a Scala object's static forwarders) `name` of `spark`'s driver."""
+    require_classic(spark)
     found = spark.sparkContext._jvm
     for part in name.split("."):
         found = getattr(found, part)
@@ -44,6 +56,7 @@ def _object(spark: SparkSession, name: str):
 
 
 def _session(spark: SparkSession):
+    require_classic(spark)
     return spark._jsparkSession
 
 
@@ -296,6 +309,18 @@ def start_thrift_server(spark: SparkSession, host: str, port: int):
     hadoop.set("hive.server2.thrift.port", str(port))
     server = spark.sparkContext._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
     return server.startWithContext(_session(spark).sqlContext())
+
+
+def start_connect_server(spark: SparkSession) -> None:
+    """Spark Connect's service over `spark`'s context, in this driver, at the address and with
+    the token its session started with (spark.connect.grpc.binding.*, ...authenticate.token)."""
+    service = spark.sparkContext._jvm.org.apache.spark.sql.connect.service.SparkConnectService
+    service.start(spark.sparkContext._jsc.sc())
+
+
+def is_classic(spark) -> bool:
+    """Whether `spark` is a session of this process's JVM (not a Spark Connect client's)."""
+    return isinstance(spark, SparkSession) and hasattr(spark, "_jsparkSession")
 
 
 # -- the registry of running streams (io.sqlext.streaming.catalog.RunningStreams) ---------------------

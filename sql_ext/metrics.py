@@ -19,6 +19,7 @@ def window_metrics(frame: DataFrame) -> dict:
     """The window operators' metrics of an executed query: not_windowed_rows (NULL DELTA value
     or arrival time), firings, evicted_tuples_dropped (PARTITION EVICTION without EMIT
     EVICTED), peak_partitions (alive at once in one task) and output_rows."""
+    jvm.require_classic(frame.sparkSession, "sql_ext.window_metrics (and not_windowed_rows)")
     return {NAMES.get(k, k): v for k, v in jvm.window_metrics(frame).items()}
 
 

@@ -74,7 +74,8 @@ class Udaf:
         return batched, per_group
 
     def register(self, spark: SparkSession) -> None:
-        """Registers both forms of the UDAF in `spark`, and for every session made after."""
+        """Registers both forms of the UDAF in `spark` and, in a classic session, for every
+        session the process makes after (a Spark Connect session keeps them to itself)."""
         return_type: DataType = _parse_datatype_string(self.returns)
         batched, per_group = self.wrappers()
         with warnings.catch_warnings():  # pyspark prefers type hints; *args cannot carry them
@@ -83,6 +84,8 @@ class Udaf:
             grouped = arrow_udf(per_group, return_type, ArrowUDFType.GROUPED_AGG)
         spark.udf.register(BATCHED_PREFIX + self.name, scalar)
         spark.udf.register(self.name, grouped)
+        if not jvm.is_classic(spark):
+            return  # a Spark Connect client's session: its server lists the names per statement
         for name, wrapped in ((BATCHED_PREFIX + self.name, scalar), (self.name, grouped)):
             jvm.share_function(spark, name, wrapped)
 

@@ -54,13 +54,14 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_bind(host: str, auth: str, insecure: bool) -> None:
+def check_bind(host: str, auth: str, insecure: bool, command: str = "sql-ext thriftserver",
+               remedy: str = "--auth password --password-file FILE (sql-ext passwd FILE USER "
+                             "adds users)") -> None:
     """Refuses to serve beyond this machine without authentication, unless told to."""
     if auth == "none" and not is_loopback(host) and not insecure:
         raise SystemExit(
-            f"sql-ext thriftserver: refusing to listen on {host} without authentication: anyone "
-            "who reaches it could read and change every table. Use --auth password "
-            "--password-file FILE (sql-ext passwd FILE USER adds users), or "
+            f"{command}: refusing to listen on {host} without authentication: anyone who "
+            f"reaches it could read and change every table. Use {remedy}, or "
             "--insecure-no-auth if the network is trusted.")
 
 

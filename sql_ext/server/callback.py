@@ -13,6 +13,7 @@ import logging
 from pyspark.sql import SparkSession
 
 from sql_ext import jvm
+from sql_ext.sql import udaf_names
 from sql_ext.sql.dialect import has_window_clause
 from sql_ext.sql.errors import WindowSqlError
 from sql_ext.sql.statements import kind_of, statement_of
@@ -42,8 +43,9 @@ def answer(sql: str) -> str:
 
 
 class _Rewriter:
-    def rewrite(self, sql_text: str) -> str:
-        return answer(sql_text)
+    def rewrite(self, sql_text: str, session_udafs: str) -> str:
+        with udaf_names.of_session(session_udafs.split(",")):
+            return answer(sql_text)
 
     def execute(self, sql_text: str, jsession) -> str:
         return statements.answer_execute(sql_text, jvm.session_of(jsession))

@@ -34,6 +34,8 @@ FILE_COLUMN = INPUT_COLUMNS["file"]
 CLOCK_START_COLUMN = INPUT_COLUMNS["clock_start"]
 CLOCK_END_COLUMN = INPUT_COLUMNS["clock_end"]
 GROUP_COLUMN: str = _CONTRACT["group_column"]
+# A Python UDAF's batched form (over a batch of windows) is registered under this prefix.
+UDAF_BATCHED_PREFIX: str = _CONTRACT["udaf_batched_prefix"]
 # Pane function (lower case, as the spec's "meta" lists it) -> its output column.
 PANE_FUNCTION_COLUMNS: dict[str, str] = _CONTRACT["pane_function_columns"]
 

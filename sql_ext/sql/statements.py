@@ -75,10 +75,11 @@ def _holds_extension_clause(sql: str) -> bool:
         if token.token_type == TokenType.ALIAS:
             break
         header.append(token)
+    # header[0] starts the table's name; a name part follows a dot (`db.checkpoint`).
     return has_window_clause(sql) or any(
         token.token_type == TokenType.TRIGGER
-        or (token.text.upper() == "CHECKPOINT" and after.token_type == TokenType.STRING)
-        for token, after in zip(header, header[1:] + header[-1:]))
+        or (token.text.upper() == "CHECKPOINT" and before.token_type != TokenType.DOT)
+        for before, token in zip(header, header[1:]))
 
 
 def _validate_create(statement: CreateStreamingTable) -> None:

@@ -43,6 +43,9 @@ object Contract {
    *  apart by the pane-index column). */
   val GroupColumn: String = (parsed \ "group_column").extract[String]
 
+  /** A Python UDAF's batched form is a session function named so (+ the UDAF's name). */
+  val UdafBatchedPrefix: String = (parsed \ "udaf_batched_prefix").extract[String]
+
   /** Pane function (lower case, as the spec's `meta` lists it) -> its output column. */
   val PaneFunctionColumns: Map[String, String] =
     (parsed \ "pane_function_columns").extract[Map[String, String]]

@@ -1,6 +1,6 @@
 package io.sqlext.parser
 
-import io.sqlext.SqlExtErrors
+import io.sqlext.{Contract, SqlExtErrors}
 import org.apache.spark.sql.catalyst.{FunctionIdentifier, TableIdentifier}
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParseException, ParserInterface}
@@ -40,7 +40,7 @@ class RewritingParser(session: SparkSession, delegate: ParserInterface)
 
   private def rewritten(sqlText: String, parse: String => LogicalPlan,
       parameters: Option[ParameterContext], original: Exception): LogicalPlan =
-    SqlRewriterRegistry.rewrite(sqlText, timeoutOf(session)) match {
+    SqlRewriterRegistry.rewrite(sqlText, sessionUdafs, timeoutOf(session)) match {
       case Some(answer) if answer.startsWith("SQL\n") =>
         val text = answer.stripPrefix("SQL\n")
         // The rewritten text's markers are bound here, not by Spark's parser: see
@@ -61,6 +61,13 @@ class RewritingParser(session: SparkSession, delegate: ParserInterface)
       case None => throw unregistered(sqlText, original)
       case _ => throw original
     }
+
+  /** The Python UDAFs registered in this session (by a Spark Connect client, for one): the
+   *  names of its functions with the batched form's prefix. */
+  private def sessionUdafs: String =
+    session.sessionState.functionRegistry.listFunction().map(_.funcName)
+      .filter(_.startsWith(Contract.UdafBatchedPrefix))
+      .map(_.stripPrefix(Contract.UdafBatchedPrefix)).mkString(",")
 
   /** Analyzes the rewritten plan here, so that an error (an unknown column, a missing table)
    *  is reported in the user's terms (WindowedErrors) rather than the rewrite's. The
