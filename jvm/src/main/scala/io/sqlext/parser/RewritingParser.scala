@@ -6,7 +6,8 @@ import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParseException, ParserInterface}
 import io.sqlext.commands.StreamStatementCommand
 import io.sqlext.parser.SqlRewriterRegistry.timeoutOf
-import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.catalyst.plans.logical.{CreateFlowCommand,
+  CreateMaterializedViewAsSelect, CreateStreamingTableAsSelect, LogicalPlan}
 import org.apache.spark.sql.{AnalysisException, SparkSession}
 import org.apache.spark.sql.types.{DataType, StructType}
 
@@ -72,7 +73,15 @@ class RewritingParser(session: SparkSession, delegate: ParserInterface)
   /** Analyzes the rewritten plan here, so that an error (an unknown column, a missing table)
    *  is reported in the user's terms (WindowedErrors) rather than the rewrite's. The
    *  statement's own analysis runs again later (milliseconds, for windowed statements only). */
-  private def analyzedForUser(plan: LogicalPlan, sqlText: String): LogicalPlan = {
+  private def analyzedForUser(plan: LogicalPlan, sqlText: String): LogicalPlan = plan match {
+    // A declarative pipeline's definition reads the pipeline's own datasets, which exist only
+    // in the pipeline's analysis, not yet in any catalog: the pipeline analyzes it.
+    case _: CreateMaterializedViewAsSelect | _: CreateStreamingTableAsSelect |
+         _: CreateFlowCommand => plan
+    case _ => analyzedHere(plan, sqlText)
+  }
+
+  private def analyzedHere(plan: LogicalPlan, sqlText: String): LogicalPlan = {
     try session.sessionState.executePlan(plan).assertAnalyzed()
     catch { case error: AnalysisException => throw WindowedErrors.forUser(error, sqlText) }
     plan
