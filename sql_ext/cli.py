@@ -85,6 +85,34 @@ def connect_server(args) -> int:
     return _serve(spark, "sql-ext Spark Connect server")
 
 
+def pipelines(args) -> int:
+    """spark-pipelines with sql-ext's SQL, in one command: a Spark Connect server in this
+    process (loopback, a fresh token, on the warehouse) and Spark's own pipelines CLI in a
+    child process pointed at it."""
+    import secrets
+    import subprocess
+
+    from sql_ext.server.connect import connect_conf, start_connect_server
+    from sql_ext.server.thrift import free_port
+    from sql_ext.session import session
+
+    port, token = free_port(), secrets.token_urlsafe(32)
+    spark = session(warehouse=args.warehouse, app_name="sql-ext-pipelines",
+                    metastore=args.metastore, master=args.master,
+                    conf=connect_conf("127.0.0.1", port, token))
+    _load_udafs(args.udafs)
+    start_connect_server(spark, "127.0.0.1", port)
+    pipeline_args = args.pipeline_args[1:] if args.pipeline_args[:1] == ["--"] \
+        else args.pipeline_args
+    # pyspark's client sends a token without TLS only to "localhost".
+    env = dict(os.environ, SPARK_REMOTE=f"sc://localhost:{port}/;token={token}")
+    try:
+        return subprocess.call([sys.executable, "-m", "pyspark.pipelines.cli", *pipeline_args],
+                               env=env)
+    finally:
+        spark.stop()
+
+
 def _serve(spark, what: str) -> int:
     """Serves until SIGTERM or Ctrl-C. The JVM that PySpark launched serves every client: if
     it dies (a crash, the OOM killer), this process must not linger as a server that answers
@@ -222,6 +250,19 @@ def main(argv=None) -> int:
     connect.add_argument("--udafs", default=None, metavar="MODULE[,MODULE]",
                          help="modules of @sql_ext.udaf functions for every client session")
     connect.set_defaults(run=connect_server)
+    flows = commands.add_parser(
+        "pipelines", help="run spark-pipelines (Declarative Pipelines) with sql-ext's SQL",
+        description="Spark's pipelines CLI against a sql-ext Spark Connect server started "
+                    "for the run: sql-ext pipelines run --spec examples/pipelines/"
+                    "spark-pipeline.yml (the arguments after the options go to spark-pipelines)")
+    flows.add_argument("--warehouse", default=None)
+    flows.add_argument("--metastore", default=None, help=METASTORE_HELP)
+    flows.add_argument("--master", default="local[2]", help=MASTER_HELP)
+    flows.add_argument("--udafs", default=None, metavar="MODULE[,MODULE]",
+                       help="modules of @sql_ext.udaf functions for the pipeline's SQL")
+    flows.add_argument("pipeline_args", nargs=argparse.REMAINDER,
+                       help="spark-pipelines' own arguments (run, dry-run, --spec, ...)")
+    flows.set_defaults(run=pipelines)
     users = commands.add_parser("passwd", help="add a user to a password file, or change "
                                                "their password")
     users.add_argument("file")

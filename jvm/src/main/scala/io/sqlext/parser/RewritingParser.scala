@@ -49,6 +49,12 @@ class RewritingParser(session: SparkSession, delegate: ParserInterface)
         val plan = parameters.fold(parse(text))(
           ParameterBinding.bind(delegate.parsePlan(text), _, sqlText))
         analyzedForUser(plan, sqlText)
+      case Some(answer) if answer.startsWith("COMMAND\n") && insidePipeline =>
+        throw SqlExtErrors.parse(sqlText, "a sql-ext streaming statement cannot define a " +
+          "declarative pipeline's dataset: sql-ext runs its streaming tables itself. In the " +
+          "pipeline, define a windowed result as a MATERIALIZED VIEW; or create the windowed " +
+          "streaming table outside it (CREATE STREAMING TABLE ... TRIGGER EVERY ...) and read " +
+          "that table in the pipeline", 1, 0)
       case Some(answer) if answer.startsWith("COMMAND\n") =>
         // The command hands its text back to Python when it runs; values would not travel.
         if (parameters.exists(ParameterBinding.hasValues)) {
@@ -62,6 +68,13 @@ class RewritingParser(session: SparkSession, delegate: ParserInterface)
       case None => throw unregistered(sqlText, original)
       case _ => throw original
     }
+
+  /** Whether a declarative pipeline is registering this statement: it parses each statement
+   *  of its SQL files with the session's parser, and the parser has no other way to know its
+   *  caller (asked only of streaming statements). */
+  private def insidePipeline: Boolean =
+    Thread.currentThread.getStackTrace.exists(
+      _.getClassName.startsWith("org.apache.spark.sql.pipelines."))
 
   /** The Python UDAFs registered in this session (by a Spark Connect client, for one): the
    *  names of its functions with the batched form's prefix. */

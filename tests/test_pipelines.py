@@ -1,0 +1,100 @@
+"""Spark Declarative Pipelines with sql-ext's SQL: the example pipeline (examples/pipelines: a
+plain SDP streaming table and flow beside windowed materialized views) run by Spark's own
+pipelines CLI, in the one-command local mode (`sql-ext pipelines run`) and with
+`spark-pipelines run --remote` against a `sql-ext connect-server` process.
+
+The oracle for each windowed dataset is the same windowed query run in this test's classic
+session over the pipeline's own `readings` table (read back from Delta); the plain flow's is a
+filter of those readings."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sql_ext.server.thrift import free_port, wait_for_port
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "pipelines"
+MAX_FLOW = ("SELECT freeway, PANE_START() AS time_start, PANE_END() AS time_end, "
+            "MAX(lane_flow) AS flow FROM {readings} "
+            "WINDOW TIME_INTERVAL(50, 25, 1000, 0) ON event_time OVER (PARTITION BY freeway)")
+EVERY_3 = ("SELECT freeway, WINDOW_ID() AS w, COUNT(*) AS n, AVG(lane_flow) AS avg_flow "
+           "FROM {readings} WINDOW TUMBLING COUNT(3) OVER (PARTITION BY freeway ORDER BY seq)")
+
+
+def _pipeline_copy(tmp_path: Path) -> Path:
+    """The example in a folder of its own, its state under the test's folder."""
+    copy = tmp_path / "pipeline folder"  # a space, as users' folders have
+    shutil.copytree(EXAMPLE, copy)
+    spec = copy / "spark-pipeline.yml"
+    spec.write_text("\n".join(
+        f"storage: {(tmp_path / 'storage').as_uri()}" if line.startswith("storage:") else line
+        for line in spec.read_text().splitlines()) + "\n")
+    return spec
+
+
+def _rows(frame):
+    return sorted(tuple(r) for r in frame.collect())
+
+
+def _check_datasets(spark, warehouse: Path, tag: str):
+    def table(name):
+        return spark.read.format("delta").load(str(warehouse / name))
+
+    table("readings").createOrReplaceTempView(f"readings_{tag}")
+    assert table("readings").count() == 13
+    assert _rows(table("max_flow")) == _rows(spark.sql(MAX_FLOW.format(readings=f"readings_{tag}")))
+    assert _rows(table("flow_every_3")) == _rows(spark.sql(EVERY_3.format(readings=f"readings_{tag}")))
+    assert _rows(table("i80_readings")) == _rows(spark.sql(
+        f"SELECT seq, event_time, lane_flow FROM readings_{tag} WHERE freeway = 'I-80'"))
+
+
+def test_the_example_pipeline_in_one_command(spark, tmp_path):
+    spec, warehouse = _pipeline_copy(tmp_path), tmp_path / "warehouse"
+    run = subprocess.run(
+        [sys.executable, "-m", "sql_ext.cli", "pipelines", "--warehouse", str(warehouse),
+         "run", "--spec", str(spec)], capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    assert "Run is COMPLETED" in run.stdout + run.stderr
+    _check_datasets(spark, warehouse, "local")
+
+
+def test_the_example_pipeline_against_a_connect_server(spark, tmp_path):
+    spec, warehouse, port = _pipeline_copy(tmp_path), tmp_path / "warehouse", free_port()
+    with open(tmp_path / "server.log", "w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "sql_ext.cli", "connect-server", "--port", str(port),
+             "--warehouse", str(warehouse)], stdout=log, stderr=subprocess.STDOUT,
+            cwd=tmp_path, start_new_session=True)
+    try:
+        wait_for_port("127.0.0.1", port, timeout=180)
+        launcher = Path(sys.executable).with_name("spark-pipelines")
+        run = subprocess.run(
+            [str(launcher), "run", "--spec", str(spec), "--remote", f"sc://localhost:{port}"],
+            capture_output=True, text=True, timeout=900, cwd=tmp_path,
+            env=dict(os.environ, PYSPARK_PYTHON=sys.executable))
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+        assert "Run is COMPLETED" in run.stdout + run.stderr
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
+    _check_datasets(spark, warehouse, "remote")
+
+
+def test_a_windowed_streaming_table_in_a_pipeline_says_what_to_do(tmp_path):
+    spec = _pipeline_copy(tmp_path)
+    (spec.parent / "transformations" / "windowed_stream.sql").write_text(
+        "CREATE STREAMING TABLE counted AS SELECT freeway, COUNT(*) AS n FROM STREAM(readings) "
+        "WINDOW TUMBLING COUNT(3) OVER (PARTITION BY freeway)")
+    run = subprocess.run(
+        [sys.executable, "-m", "sql_ext.cli", "pipelines", "--warehouse",
+         str(tmp_path / "warehouse"), "dry-run", "--spec", str(spec)],
+        capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert run.returncode != 0
+    assert "cannot define a declarative pipeline's dataset" in run.stdout + run.stderr
+    assert "MATERIALIZED VIEW" in run.stdout + run.stderr
