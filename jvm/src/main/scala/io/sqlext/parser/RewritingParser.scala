@@ -70,11 +70,14 @@ class RewritingParser(session: SparkSession, delegate: ParserInterface)
     }
 
   /** Whether a declarative pipeline is registering this statement: it parses each statement
-   *  of its SQL files with the session's parser, and the parser has no other way to know its
-   *  caller (asked only of streaming statements). */
+   *  of its SQL files with the session's parser (and a Python definition's spark.sql(...) goes
+   *  through Connect's pipeline handler); the parser has no other way to know its caller.
+   *  Asked only of statements the rewriter answered. */
   private def insidePipeline: Boolean =
-    Thread.currentThread.getStackTrace.exists(
-      _.getClassName.startsWith("org.apache.spark.sql.pipelines."))
+    Thread.currentThread.getStackTrace.exists { frame =>
+      frame.getClassName.startsWith("org.apache.spark.sql.pipelines.") ||
+        frame.getClassName.startsWith("org.apache.spark.sql.connect.pipelines.")
+    }
 
   /** The Python UDAFs registered in this session (by a Spark Connect client, for one): the
    *  names of its functions with the batched form's prefix. */
@@ -91,6 +94,7 @@ class RewritingParser(session: SparkSession, delegate: ParserInterface)
     // in the pipeline's analysis, not yet in any catalog: the pipeline analyzes it.
     case _: CreateMaterializedViewAsSelect | _: CreateStreamingTableAsSelect |
          _: CreateFlowCommand => plan
+    case _ if insidePipeline => plan // a Python pipeline's spark.sql(...) in a dataset's query
     case _ => analyzedHere(plan, sqlText)
   }
 
