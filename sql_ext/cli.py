@@ -201,6 +201,21 @@ def transpile(args) -> int:
     return 0
 
 
+def _server_options(command, port: int, udaf_users: str) -> None:
+    """The options the Thrift and Connect servers share."""
+    command.add_argument("--host", default="127.0.0.1")
+    command.add_argument("--port", type=int, default=port)
+    command.add_argument("--warehouse", default=None)
+    command.add_argument("--metastore", default=None, help=METASTORE_HELP)
+    command.add_argument("--master", default="local[2]", help=MASTER_HELP)
+    command.add_argument("--no-resume", dest="resume", action="store_false",
+                         help="do not start the catalog's TRIGGER EVERY streaming tables")
+    command.add_argument("--insecure-no-auth", action="store_true",
+                         help="allow --auth none on an address other machines can reach")
+    command.add_argument("--udafs", default=None, metavar="MODULE[,MODULE]",
+                         help=f"modules of @sql_ext.udaf functions for {udaf_users}")
+
+
 def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -212,43 +227,23 @@ def main(argv=None) -> int:
     examples.add_argument("--master", default="local[2]", help=MASTER_HELP)
     examples.set_defaults(run=run_examples)
     server = commands.add_parser("thriftserver", help="start the JDBC/Thrift server")
-    server.add_argument("--host", default="127.0.0.1")
-    server.add_argument("--port", type=int, default=10000)
-    server.add_argument("--warehouse", default=None)
-    server.add_argument("--metastore", default=None, help=METASTORE_HELP)
-    server.add_argument("--master", default="local[2]", help=MASTER_HELP)
-    server.add_argument("--no-resume", dest="resume", action="store_false",
-                        help="do not start the catalog's TRIGGER EVERY streaming tables")
+    _server_options(server, 10000, "every JDBC/dbt session")
     server.add_argument("--auth", choices=("none", "password"), default="none",
                         help="none (the default, loopback only) or password (--password-file)")
     server.add_argument("--password-file", default=None,
                         help="users and salted password hashes (sql-ext passwd FILE USER)")
-    server.add_argument("--insecure-no-auth", action="store_true",
-                        help="allow --auth none on an address other machines can reach")
-    server.add_argument("--udafs", default=None, metavar="MODULE[,MODULE]",
-                        help="modules of @sql_ext.udaf functions for every JDBC/dbt session")
     server.set_defaults(run=thriftserver)
     connect = commands.add_parser(
         "connect-server", help="start the Spark Connect server (sc://host:port)",
         description="Spark Connect for remote clients (pyspark's SparkSession.builder.remote, "
                     "spark-pipelines --remote, the Go/Rust/Swift clients) with sql-ext's SQL.")
-    connect.add_argument("--host", default="127.0.0.1")
-    connect.add_argument("--port", type=int, default=15002)
-    connect.add_argument("--warehouse", default=None)
-    connect.add_argument("--metastore", default=None, help=METASTORE_HELP)
-    connect.add_argument("--master", default="local[2]", help=MASTER_HELP)
-    connect.add_argument("--no-resume", dest="resume", action="store_false",
-                         help="do not start the catalog's TRIGGER EVERY streaming tables")
+    _server_options(connect, 15002, "every client session")
     connect.add_argument("--auth", choices=("none", "token"), default="none",
                          help="none (the default, loopback only) or token: clients present "
                               "it as sc://host:port/;token=...")
     connect.add_argument("--token-file", default=None,
                          help="--auth token: the token is this file's first line (default: "
                               "SPARK_CONNECT_AUTHENTICATE_TOKEN, else a new one, printed)")
-    connect.add_argument("--insecure-no-auth", action="store_true",
-                         help="allow --auth none on an address other machines can reach")
-    connect.add_argument("--udafs", default=None, metavar="MODULE[,MODULE]",
-                         help="modules of @sql_ext.udaf functions for every client session")
     connect.set_defaults(run=connect_server)
     flows = commands.add_parser(
         "pipelines", help="run spark-pipelines (Declarative Pipelines) with sql-ext's SQL",
