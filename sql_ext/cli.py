@@ -89,9 +89,16 @@ def pipelines(args) -> int:
     """spark-pipelines with sql-ext's SQL, in one command: a Spark Connect server in this
     process (loopback, a fresh token, on the warehouse) and Spark's own pipelines CLI in a
     child process pointed at it."""
+    import importlib.util
     import secrets
     import subprocess
 
+    missing = [m for m in ("grpc", "yaml", "zstandard") if importlib.util.find_spec(m) is None]
+    if missing:
+        print(f"sql-ext pipelines needs pyspark's Connect and pipelines packages (missing: "
+              f"{', '.join(missing)}): install sql-ext with its [connect] extra",
+              file=sys.stderr)
+        return 2
     from sql_ext.server.connect import connect_conf, start_connect_server
     from sql_ext.server.thrift import free_port
     from sql_ext.session import session
