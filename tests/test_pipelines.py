@@ -4,8 +4,9 @@ pipelines CLI, in the one-command local mode (`sql-ext pipelines run`) and with
 `spark-pipelines run --remote` against a `sql-ext connect-server` process.
 
 The oracle for each windowed dataset is the same windowed query run in this test's classic
-session over the pipeline's own `readings` table (read back from Delta); the plain flow's is a
-filter of those readings."""
+session over the pipeline's own `readings` table (read back from Delta), and for the count
+window also a sql-ext streaming table over those readings; the plain flow's is a filter of
+them."""
 
 import os
 import shutil
@@ -52,6 +53,12 @@ def _check_datasets(spark, warehouse: Path, tag: str):
     assert _rows(table("flow_every_3")) == _rows(spark.sql(EVERY_3.format(readings=f"readings_{tag}")))
     assert _rows(table("i80_readings")) == _rows(spark.sql(
         f"SELECT seq, event_time, lane_flow FROM readings_{tag} WHERE freeway = 'I-80'"))
+    # The same count window as a sql-ext streaming table over the pipeline's readings.
+    spark.sql(f"CREATE TABLE pl_readings_{tag} USING delta LOCATION "
+              f"'{warehouse / 'readings'}'")
+    spark.sql(f"CREATE STREAMING TABLE pl_every_3_{tag} AS "
+              + EVERY_3.format(readings=f"STREAM(pl_readings_{tag})"))
+    assert _rows(table("flow_every_3")) == _rows(spark.table(f"pl_every_3_{tag}"))
 
 
 def test_the_example_pipeline_in_one_command(spark, tmp_path):
