@@ -311,6 +311,27 @@ def start_thrift_server(spark: SparkSession, host: str, port: int):
     return server.startWithContext(_session(spark).sqlContext())
 
 
+def empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:
+    """An empty DataFrame of `schema` in `spark`. Unlike pyspark's createDataFrame, it leaves
+    the process's active session alone: a stream's own session must not become the caller's."""
+    jsession = _session(spark)
+    rows = spark.sparkContext._jvm.java.util.ArrayList()
+    return DataFrame(jsession.createDataFrame(rows, jsession.parseDataType(schema.json())), spark)
+
+
+def sessions_for_functions() -> list:
+    """The classic sessions a function registered now must reach: the active one and the
+    process's default (what sql_ext.session() built), once each. pyspark makes a session
+    active whenever it creates a DataFrame in it, so the active one is not always the user's."""
+    found: list = []
+    for candidate in (SparkSession.getActiveSession(), SparkSession._instantiatedSession):
+        if candidate is None or getattr(candidate.sparkContext, "_jsc", None) is None:
+            continue
+        if not any(candidate._jsparkSession.equals(s._jsparkSession) for s in found):
+            found.append(candidate)
+    return found
+
+
 def start_connect_server(spark: SparkSession) -> None:
     """Spark Connect's service over `spark`'s context, in this driver, at the address and with
     the token its session started with (spark.connect.grpc.binding.*, ...authenticate.token)."""

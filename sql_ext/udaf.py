@@ -95,7 +95,7 @@ class Udaf:
 
 def udaf(returns: str, name: str | None = None):
     """Decorator: defines a UDAF over a batch of windows and registers it for SQL (in the
-    active session now, and in every session sql_ext starts later)."""
+    active and the default session now, and in every session sql_ext starts later)."""
 
     def wrap(function: Callable) -> Udaf:
         definition = Udaf(name or function.__name__, function, returns)
@@ -103,8 +103,11 @@ def udaf(returns: str, name: str | None = None):
         udaf_names.add(definition.name)
         _pickle_by_value(function.__module__)
         active = SparkSession.getActiveSession()
-        if active is not None:
-            definition.register(active)
+        if active is not None and not jvm.is_classic(active):
+            definition.register(active)  # a Spark Connect client's session, on its server
+        else:
+            for session in jvm.sessions_for_functions():
+                definition.register(session)
         return definition
 
     return wrap

@@ -166,7 +166,7 @@ class _HungRewriter:
 
         self.release = threading.Event()
 
-    def rewrite(self, sql_text):
+    def rewrite(self, sql_text, session_udafs):
         from sql_ext.server.callback import answer
 
         if "HANG" in sql_text:

@@ -101,3 +101,22 @@ print(batched(pa.array([[1.0, 2.0], [3.5], []], type=pa.list_(pa.float64()))).to
 """], capture_output=True, text=True, timeout=120)
     assert worker.returncode == 0, worker.stderr[-3000:]
     assert worker.stdout.strip() == "[3.0, 3.5, None]"
+
+
+def test_a_udaf_defined_after_a_stream_started_reaches_the_users_session(spark):
+    """Starting a streaming table (which plans in a session of its own) leaves the user's
+    session the one a UDAF defined afterwards registers in."""
+    spark.sql("SELECT id AS seq, CAST(id AS DOUBLE) AS x FROM range(0, 9)") \
+        .write.mode("overwrite").saveAsTable("udaf_after_stream_src")
+    spark.sql("CREATE STREAMING TABLE udaf_after_stream_out AS SELECT COUNT(*) AS n "
+              "FROM STREAM(udaf_after_stream_src) WINDOW TUMBLING COUNT(3) OVER (ORDER BY seq)")
+
+    @sql_ext.udaf("double")
+    def sum_after_stream(values):
+        return reduce_windows(np.add, values)
+
+    query = ("SELECT {f}(x) AS s FROM udaf_after_stream_src "
+             "WINDOW TUMBLING COUNT(3) OVER (ORDER BY seq)")
+    got = sorted(r.s for r in spark.sql(query.format(f="sum_after_stream")).collect())
+    assert got == sorted(r.s for r in spark.sql(query.format(f="SUM")).collect()) == [3, 12, 21]
+    spark.sql("DROP STREAMING TABLE udaf_after_stream_out")

@@ -320,6 +320,6 @@ def carried_key(lowered: LoweredWindow) -> list[str] | None:
 
 def output_schema(spark: SparkSession, plan: StreamPlan):
     """The streaming table's columns: the aggregation over no firings."""
-    spark.createDataFrame([], plan.firings.schema).createOrReplaceTempView(plan.firings_view)
+    jvm.empty_frame(spark, plan.firings.schema).createOrReplaceTempView(plan.firings_view)
     rows = spark.sql(plan.outer_sql).drop(INDEX_COLUMN)
     return rows.schema

@@ -29,7 +29,7 @@ def create_table(spark: SparkSession, name: str, schema: StructType, location: s
     when `replace`."""
     if location and DeltaTable.isDeltaTable(spark, location):
         if replace:
-            spark.createDataFrame([], schema).write.format("delta").mode("overwrite") \
+            jvm.empty_frame(spark, schema).write.format("delta").mode("overwrite") \
                 .option("overwriteSchema", "true").partitionBy(*partitioned_by).save(location)
         spark.catalog.createTable(name, path=location, source="delta")
         set_properties(spark, name, properties or {})
