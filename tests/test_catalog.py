@@ -134,21 +134,31 @@ def _children(pid: int) -> list[int]:
     return children
 
 
+def wait_for_line(process, log: Path, text: str, timeout: float = 60) -> None:
+    """Until the server's log holds `text` (it has started whole); fails if it exits first."""
+    deadline = time.monotonic() + timeout
+    while text not in log.read_text():
+        assert time.monotonic() < deadline and process.poll() is None, log.read_text()[-3000:]
+        time.sleep(0.2)
+
+
+def kill_jvm_and_expect_exit(process, log: Path, server: str) -> None:
+    """SIGKILL to the JVM under a `sql-ext` server: the server must say so and exit 1."""
+    [jvm] = [pid for pid in _children(process.pid)
+             if b"java" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    os.kill(jvm, signal.SIGKILL)
+    assert process.wait(timeout=60) == 1, log.read_text()[-3000:]
+    assert f"{server}: its JVM exited with code -9; the server stops" in log.read_text()
+
+
 def test_a_server_whose_jvm_dies_exits_non_zero(tmp_path):
     """The JVM behind `sql-ext thriftserver` killed (a crash, the OOM killer): the server does
     not linger answering nothing; it says so and exits 1, so a supervisor restarts it."""
     port, log = free_port(), tmp_path / "server.log"
     process = _start_server(tmp_path / "warehouse", port, log)
     try:
-        deadline = time.monotonic() + 60
-        while "resumed " not in log.read_text():  # started whole: it now only serves
-            assert time.monotonic() < deadline and process.poll() is None, log.read_text()[-3000:]
-            time.sleep(0.2)
-        [jvm] = [pid for pid in _children(process.pid)
-                 if b"java" in Path(f"/proc/{pid}/cmdline").read_bytes()]
-        os.kill(jvm, signal.SIGKILL)
-        assert process.wait(timeout=60) == 1, log.read_text()[-3000:]
-        assert "its JVM exited with code -9; the server stops" in log.read_text()
+        wait_for_line(process, log, "resumed ")  # started whole: it now only serves
+        kill_jvm_and_expect_exit(process, log, "sql-ext Thrift server")
     finally:
         if process.poll() is None:
             _kill(process, port)

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -109,7 +108,7 @@ def test_a_reachable_address_without_a_token_is_refused(tmp_path):
 
 def test_a_connect_server_whose_jvm_dies_exits_non_zero(tmp_path):
     """As the Thrift server: the JVM killed, `sql-ext connect-server` says so and exits 1."""
-    from test_catalog import _children
+    from test_catalog import kill_jvm_and_expect_exit, wait_for_line
 
     (tmp_path / "team.token").write_text(TOKEN + "\n")
     process, port = _start(tmp_path, "--auth", "token", "--token-file",
@@ -117,17 +116,10 @@ def test_a_connect_server_whose_jvm_dies_exits_non_zero(tmp_path):
     log = tmp_path / "connect.log"
     try:
         wait_for_port("127.0.0.1", port, timeout=180)
-        deadline = time.monotonic() + 60
-        while "Ctrl-C" not in log.read_text():  # started whole: it now only serves
-            assert time.monotonic() < deadline and process.poll() is None, log.read_text()[-3000:]
-            time.sleep(0.2)
+        wait_for_line(process, log, "Ctrl-C")  # started whole: it now only serves
         assert "token=<your token>" in log.read_text()  # a given token is never printed
         assert TOKEN not in log.read_text()
-        [jvm] = [pid for pid in _children(process.pid)
-                 if b"java" in Path(f"/proc/{pid}/cmdline").read_bytes()]
-        os.kill(jvm, signal.SIGKILL)
-        assert process.wait(timeout=60) == 1, log.read_text()[-3000:]
-        assert "Spark Connect server: its JVM exited with code -9" in log.read_text()
+        kill_jvm_and_expect_exit(process, log, "sql-ext Spark Connect server")
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
