@@ -32,9 +32,13 @@ def answer(sql: str) -> str:
         if not has_window_clause(sql):
             return "PASS"
         named = named_positional_parameters(sql)
-        if named != sql:
-            transpile(sql)  # so that an error points into the text the user wrote
-        return "SQL\n" + leading_text(sql) + transpile(named, comments=False)
+        try:
+            lowered = transpile(named, comments=False)
+        except WindowSqlError:
+            if named != sql:
+                transpile(sql)  # the same error, positioned in the text the user wrote
+            raise
+        return "SQL\n" + leading_text(sql) + lowered
     except WindowSqlError as error:
         return f"ERROR\n{error.line}\n{max(error.column - 1, 0)}\n{error.message}"
     except Exception as error:

@@ -4,7 +4,7 @@ import scala.collection.mutable
 
 import io.sqlext.{Contract, SqlExtErrors}
 import org.apache.spark.sql.catalyst.analysis.{GeneralParameterizedQuery, NameParameterizedQuery,
-  NamedParameter, Parameter, PosParameter, PosParameterizedQuery}
+  NamedParameter, PosParameter, PosParameterizedQuery}
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.parser.{HybridParameterContext, NamedParameterContext,
   ParameterContext, ParseException, PositionalParameterContext}
@@ -26,7 +26,7 @@ object ParameterBinding {
    *  know (Delta's own) keeps its plan, under Spark's node that binds values in analysis. */
   def sparksOwn(parsed: LogicalPlan, sqlText: String, context: ParameterContext)
       : LogicalPlan = {
-    if (!hasValues(context) || !hasMarkers(parsed)) return parsed
+    if (!hasValues(context) || markers(parsed).isEmpty) return parsed
     try sparkParser.parsePlanWithParameters(sqlText, context)
     catch {
       case _: ParseException => context match {
@@ -39,11 +39,15 @@ object ParameterBinding {
     }
   }
 
-  private def hasMarkers(plan: LogicalPlan): Boolean = {
-    var found = false
-    plan.foreachWithSubqueries { node =>
-      if (node.expressions.exists(_.exists(_.isInstanceOf[Parameter]))) found = true
-    }
+  /** The names of the plan's parameter markers, subqueries included ("?" for a positional
+   *  one), in the order met. */
+  private def markers(plan: LogicalPlan): mutable.LinkedHashSet[String] = {
+    val found = mutable.LinkedHashSet[String]()
+    plan.foreachWithSubqueries(_.expressions.foreach(_.foreach {
+      case NamedParameter(name) => found += name
+      case PosParameter(_) => found += "?"
+      case _ =>
+    }))
     found
   }
 
@@ -54,13 +58,7 @@ object ParameterBinding {
         case Some(i) => positional.lift(i)
         case None => named.get(name)
       }
-    val markers = mutable.LinkedHashSet[String]()
-    plan.foreachWithSubqueries(_.expressions.foreach(_.foreach {
-      case NamedParameter(name) => markers += name
-      case PosParameter(_) => markers += "?"
-      case _ =>
-    }))
-    markers.find(name => valueOf(name).isEmpty).foreach(name => throw unbound(userText, name))
+    markers(plan).find(valueOf(_).isEmpty).foreach(name => throw unbound(userText, name))
     plan.transformAllExpressionsWithSubqueries { case NamedParameter(name) => valueOf(name).get }
   }
 
