@@ -166,7 +166,7 @@ class _HungRewriter:
 
         self.release = threading.Event()
 
-    def rewrite(self, sql_text, session_udafs):
+    def rewrite(self, sql_text, session_udafs, in_pipeline):
         from sql_ext.server.callback import answer
 
         if "HANG" in sql_text:

@@ -305,7 +305,8 @@ def test_partial_aggregates_equal_batch(spark, tmp_path_factory, window, batches
 def test_which_queries_take_partial_aggregates(spark):
     """The facts are gathered from sqlglot's tree; the decision is the JVM's, the batch rule's."""
     from sql_ext.sql.transpile import lower_parts, parse
-    from sql_ext.streaming.plan import aggregate_inputs, partial_aggregates
+    from sql_ext.sql.firings import aggregate_inputs
+    from sql_ext.streaming.plan import partial_aggregates
 
     def partials(sql, types):
         lowered = lower_parts(parse(sql)[0], streaming=True)

@@ -13,7 +13,7 @@ import logging
 from pyspark.sql import SparkSession
 
 from sql_ext import jvm
-from sql_ext.sql import udaf_names
+from sql_ext.sql import pipeline, udaf_names
 from sql_ext.sql.dialect import has_window_clause
 from sql_ext.sql.errors import WindowSqlError
 from sql_ext.sql.statements import kind_of, statement_of
@@ -23,9 +23,14 @@ from sql_ext.streaming import statements
 log = logging.getLogger("sql_ext")
 
 
-def answer(sql: str) -> str:
-    """The JVM-facing answer for one statement text."""
+def answer(sql: str, in_pipeline: bool = False) -> str:
+    """The JVM-facing answer for one statement text; `in_pipeline`: a declarative pipeline is
+    registering it."""
     try:
+        if in_pipeline:
+            dataset = pipeline.dataset_statement(sql)
+            if dataset is not None:
+                return "SQL\n" + dataset
         statement = statement_of(sql)
         if statement is not None:
             return "COMMAND\n" + kind_of(statement)
@@ -47,9 +52,9 @@ def answer(sql: str) -> str:
 
 
 class _Rewriter:
-    def rewrite(self, sql_text: str, session_udafs: str) -> str:
+    def rewrite(self, sql_text: str, session_udafs: str, in_pipeline: bool) -> str:
         with udaf_names.of_session(session_udafs.split(",")):
-            return answer(sql_text)
+            return answer(sql_text, in_pipeline)
 
     def execute(self, sql_text: str, jsession) -> str:
         return statements.answer_execute(sql_text, jvm.session_of(jsession))

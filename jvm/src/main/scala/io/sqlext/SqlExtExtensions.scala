@@ -1,6 +1,7 @@
 package io.sqlext
 
-import io.sqlext.analysis.{ProcessFunctions, WindowTableFunction}
+import io.sqlext.analysis.{PipelineWindowFunction, ProcessFunctions, ResolvePipelineWindows,
+  WindowTableFunction}
 import io.sqlext.execution.WindowStrategy
 import io.sqlext.expressions.ArrivalSequence
 import io.sqlext.optimizer.{ExpandPanes, IncrementalWindowAggregate}
@@ -16,6 +17,10 @@ class SqlExtExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectParser((session, delegate) => new RewritingParser(session, delegate))
     // Analysis: the rewriter's target, sql_ext_window(TABLE(...), spec), becomes WindowAssign.
     extensions.injectTableFunction(WindowTableFunction.registration)
+    // Analysis: a declarative pipeline's windowed flow, sql_ext_stream_window(TABLE(...), spec),
+    // becomes the window processors over the pipeline's stream.
+    extensions.injectTableFunction(PipelineWindowFunction.registration)
+    extensions.injectResolutionRule(session => ResolvePipelineWindows(session))
     // Analysis: window_state('<streaming table>') reads a stream's window state (spec 8).
     extensions.injectTableFunction(WindowState.registration)
     // Analysis: sql_ext_arrival() and sql_ext_arrival_file(), a row's place in source order.

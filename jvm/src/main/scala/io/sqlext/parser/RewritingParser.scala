@@ -40,16 +40,17 @@ class RewritingParser(session: SparkSession, delegate: ParserInterface)
     catch { case original: ParseException => rewritten(sqlText, parse, parameters, original) }
 
   private def rewritten(sqlText: String, parse: String => LogicalPlan,
-      parameters: Option[ParameterContext], original: Exception): LogicalPlan =
-    SqlRewriterRegistry.rewrite(sqlText, sessionUdafs, timeoutOf(session)) match {
+      parameters: Option[ParameterContext], original: Exception): LogicalPlan = {
+    val pipeline = insidePipeline
+    SqlRewriterRegistry.rewrite(sqlText, sessionUdafs, pipeline, timeoutOf(session)) match {
       case Some(answer) if answer.startsWith("SQL\n") =>
         val text = answer.stripPrefix("SQL\n")
         // The rewritten text's markers are bound here, not by Spark's parser: see
         // ParameterBinding.
         val plan = parameters.fold(parse(text))(
           ParameterBinding.bind(delegate.parsePlan(text), _, sqlText))
-        analyzedForUser(plan, sqlText)
-      case Some(answer) if answer.startsWith("COMMAND\n") && insidePipeline =>
+        analyzedForUser(plan, sqlText, pipeline)
+      case Some(answer) if answer.startsWith("COMMAND\n") && pipeline =>
         throw SqlExtErrors.parse(sqlText, "a sql-ext streaming statement cannot define a " +
           "declarative pipeline's dataset: sql-ext runs its streaming tables itself. In the " +
           "pipeline, define a windowed result as a MATERIALIZED VIEW; or create the windowed " +
@@ -68,6 +69,7 @@ class RewritingParser(session: SparkSession, delegate: ParserInterface)
       case None => throw unregistered(sqlText, original)
       case _ => throw original
     }
+  }
 
   /** Whether a declarative pipeline is registering this statement: it parses each statement
    *  of its SQL files with the session's parser (and a Python definition's spark.sql(...) goes
@@ -89,12 +91,13 @@ class RewritingParser(session: SparkSession, delegate: ParserInterface)
   /** Analyzes the rewritten plan here, so that an error (an unknown column, a missing table)
    *  is reported in the user's terms (WindowedErrors) rather than the rewrite's. The
    *  statement's own analysis runs again later (milliseconds, for windowed statements only). */
-  private def analyzedForUser(plan: LogicalPlan, sqlText: String): LogicalPlan = plan match {
+  private def analyzedForUser(plan: LogicalPlan, sqlText: String, pipeline: Boolean)
+      : LogicalPlan = plan match {
     // A declarative pipeline's definition reads the pipeline's own datasets, which exist only
     // in the pipeline's analysis, not yet in any catalog: the pipeline analyzes it.
     case _: CreateMaterializedViewAsSelect | _: CreateStreamingTableAsSelect |
          _: CreateFlowCommand => plan
-    case _ if insidePipeline => plan // a Python pipeline's spark.sql(...) in a dataset's query
+    case _ if pipeline => plan // a Python pipeline's spark.sql(...) in a dataset's query
     case _ => analyzedHere(plan, sqlText)
   }
 

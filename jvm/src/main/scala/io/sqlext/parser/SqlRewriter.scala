@@ -16,12 +16,14 @@ import scala.concurrent.duration._
  *   "ERROR\n<line>\n<column>\n<message>"   windowed SQL with a mistake at (line, column)
  *   "COMMAND\n<CREATE|SHOW|STOP>"  a streaming statement, run later through `execute`
  * `sessionUdafs` names (comma-separated) the Python UDAFs registered in the statement's session,
- * as a Spark Connect client registers them, beside those of the rewriter's own process.
+ * as a Spark Connect client registers them, beside those of the rewriter's own process;
+ * `inPipeline` says a declarative pipeline is registering the statement (its windowed
+ * streaming tables and flows are lowered to a plan the pipeline runs).
  * `execute` runs a streaming statement on the client's session and answers JSON:
  * {"rows": [[...], ...]} or {"error": "<message>"}.
  */
 trait SqlRewriter {
-  def rewrite(sqlText: String, sessionUdafs: String): String
+  def rewrite(sqlText: String, sessionUdafs: String, inPipeline: Boolean): String
   def execute(sqlText: String, session: SparkSession): String
 }
 
@@ -63,9 +65,10 @@ object SqlRewriterRegistry {
   /** Asks the rewriter, bounded in time; None when no rewriter is registered. A rewrite
    *  that does not answer in time leaves its pool thread waiting on Python and the statement
    *  fails; the session (and the server thread) go on. */
-  def rewrite(sqlText: String, sessionUdafs: String, timeout: FiniteDuration)
-      : Option[String] = current.map { rewriter =>
-      try Await.result(Future(rewriter.rewrite(sqlText, sessionUdafs))(pool), timeout)
+  def rewrite(sqlText: String, sessionUdafs: String, inPipeline: Boolean,
+      timeout: FiniteDuration): Option[String] = current.map { rewriter =>
+      try Await.result(Future(rewriter.rewrite(sqlText, sessionUdafs, inPipeline))(pool),
+        timeout)
       catch {
         case _: TimeoutException =>
           s"ERROR\n1\n0\nthe sql_ext rewriter did not answer within ${timeout.toMillis} ms; " +

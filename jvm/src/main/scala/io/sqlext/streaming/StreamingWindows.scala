@@ -2,6 +2,7 @@ package io.sqlext.streaming
 
 import io.sqlext.Contract
 import io.sqlext.SqlExtErrors
+import io.sqlext.aggregate.PartialAggregates
 import io.sqlext.replay.LateRows
 import io.sqlext.streaming.catalog.{StreamCounters, StreamProgress}
 import io.sqlext.streaming.delta.LateRowFiles
@@ -33,6 +34,33 @@ object StreamingWindows {
     val spec = WindowSpec.fromJson(specJson)
     if (spec.isPanes) panes(input, spec, checkpoint, Option(lateLocation))
     else partitions(input, spec, StreamProgress.counters(input.sparkSession, checkpoint))
+  }
+
+  /**
+   * A declarative pipeline's windowed flow: the firings of the window over `input`, each one
+   * row of its partial aggregates (the pipeline appends what the query above projects of
+   * them). The pipeline gives the query its checkpoint; tasks find it when they run
+   * ([[BatchWatermark.QueryOwn]]).
+   */
+  def ofPipeline(input: DataFrame, specJson: String): DataFrame = {
+    val spec = WindowSpec.fromJson(specJson)
+    val ansi = input.sparkSession.sessionState.conf.ansiEnabled
+    val without = spec.aggregates.filter { case (function, column) =>
+      val inputType = Option.when(column != "*")(input.schema(column).dataType)
+      PartialAggregates.of(function, inputType, distinct = false, filtered = false, ansi).isEmpty
+    }
+    if (spec.aggregates.isEmpty || without.nonEmpty) {
+      val named = without.map { case (f, c) =>
+        s"${f.toUpperCase}($c) of ${input.schema(c).dataType.sql}" }.mkString(", ")
+      throw SqlExtErrors.analysis(s"${spec.policyText}: inside a declarative pipeline a " +
+        "windowed streaming table hands on one row per firing, so its aggregates are COUNT, " +
+        "and SUM, AVG, MIN, MAX of integer or floating-point values" +
+        (if (named.nonEmpty) s", not $named" else "") + ". Define the result as a " +
+        "MATERIALIZED VIEW, or as a sql-ext streaming table outside the pipeline")
+    }
+    if (spec.isPanes) panes(input, spec, BatchWatermark.QueryOwn, None)
+    else partitions(input, spec, StreamProgress.counters(input.sparkSession,
+      BatchWatermark.QueryOwn))
   }
 
   /** LATE ROWS INTO: the late table's columns for the window's input `input`, as JSON. */

@@ -29,8 +29,13 @@ object BatchWatermark {
    *  stream started again from scratch) and offset log entry. */
   private val seen = new ConcurrentHashMap[String, java.lang.Long]()
 
+  /** The checkpoint of a query sql-ext did not start, found when its tasks run
+   *  ([[QueryCheckpoint]]). */
+  val QueryOwn = ""
+
   /** The checkpoint folder as Spark resolves it (qualified), for tasks to find offsets/ in. */
   def qualified(session: SparkSession, checkpoint: String): String = {
+    if (checkpoint.isEmpty) return QueryOwn
     val path = new Path(checkpoint)
     path.getFileSystem(session.sessionState.newHadoopConf()).makeQualified(path).toString
   }
@@ -38,7 +43,8 @@ object BatchWatermark {
   /** The watermark (ms) of the micro-batch the calling task belongs to; `hadoopConf`: the
    *  session's, to reach the checkpoint's file system. */
   def current(checkpoint: String, hadoopConf: Configuration): Long = {
-    val entry = s"$checkpoint/offsets/${property(BatchIdProperty)}"
+    val root = if (checkpoint == QueryOwn) property(QueryCheckpoint.Property) else checkpoint
+    val entry = s"$root/offsets/${property(BatchIdProperty)}"
     if (seen.size > 1000) seen.clear() // one entry per batch and stream: keep it small
     seen.computeIfAbsent(s"${property(QueryIdProperty)} $entry",
       _ => java.lang.Long.valueOf(read(entry, hadoopConf)))
