@@ -34,6 +34,8 @@ PANES = ("SELECT freeway, PANE_START() AS time_start, PANE_END() AS time_end, "
          "SUM(lane_flow) AS total_flow, COUNT(*) AS readings FROM {readings} "
          "WINDOW TIME_INTERVAL(50, 25) ON event_time OVER (PARTITION BY freeway) "
          "WATERMARK DELAY 10 EMIT FINAL")
+PEAKS = ("SELECT freeway, WINDOW_ID() AS w, MAX(lane_flow) AS peak, COUNT(*) AS n FROM {readings} "
+         "WINDOW SLIDING COUNT(3) TRIGGER COUNT(1) OVER (PARTITION BY freeway) EMIT INCOMPLETE")
 # Spark's own sliding windows over the same readings: the panes the watermark (the latest
 # reading less 10 s) closed.
 SPARK_PANES = ("SELECT freeway, window.start AS time_start, window.end AS time_end, "
@@ -69,13 +71,16 @@ def _check_datasets(spark, warehouse: Path, tag: str):
     assert _rows(table("i80_readings")) == _rows(spark.sql(
         f"SELECT seq, event_time, lane_flow FROM readings_{tag} WHERE freeway = 'I-80'"))
     assert _rows(table("flow_per_3")) == _rows(spark.sql(PER_3.format(readings=f"readings_{tag}")))
+    # The Python definitions' spark.sql(...): a materialized view and a streaming table.
+    assert _rows(table("peaks")) == _rows(spark.sql(PEAKS.format(readings=f"readings_{tag}")))
+    assert _rows(table("peaks_streamed")) == _rows(table("peaks"))
     closed = _rows(spark.sql(SPARK_PANES.format(readings=f"readings_{tag}")))
     assert len(closed) == 11 and _rows(table("pane_flow")) == closed
     # The same windows as sql-ext streaming tables over the pipeline's readings.
     spark.sql(f"CREATE TABLE pl_readings_{tag} USING delta LOCATION "
               f"'{warehouse / 'readings'}'")
     for dataset, query in (("flow_every_3", EVERY_3), ("flow_per_3", PER_3),
-                           ("pane_flow", PANES)):
+                           ("pane_flow", PANES), ("peaks_streamed", PEAKS)):
         spark.sql(f"CREATE STREAMING TABLE pl_{dataset}_{tag} AS "
                   + query.format(readings=f"STREAM(pl_readings_{tag})"))
         assert _rows(table(dataset)) == _rows(spark.table(f"pl_{dataset}_{tag}")), dataset
@@ -113,17 +118,34 @@ def test_the_example_pipeline_against_a_connect_server(spark, tmp_path):
     _check_datasets(spark, warehouse, "remote")
 
 
-def test_a_pipeline_window_without_partials_names_its_aggregate(tmp_path):
-    """The aggregates' input types are known only when the pipeline resolves the flow: the
-    JVM's check reaches the user through the pipeline's own error report."""
+def test_a_pipelines_window_errors_speak_of_the_users_query(tmp_path):
+    """Errors found when the pipeline resolves its flows: an aggregate without partials in a
+    streaming window (the input's type is known only then), a misspelt column in a windowed
+    materialized view and in a Python definition's streaming window; each reported by the
+    pipeline, in the user's terms (no helper column), positioned in the user's statement."""
     spec = _pipeline_copy(tmp_path)
-    (spec.parent / "transformations" / "windowed_stream.sql").write_text(
+    (spec.parent / "transformations" / "mistakes.sql").write_text(
         "CREATE STREAMING TABLE spread AS SELECT freeway, STDDEV(lane_flow) AS s "
-        "FROM STREAM(readings) WINDOW TUMBLING COUNT(3) OVER (PARTITION BY freeway)")
+        "FROM STREAM(readings) WINDOW TUMBLING COUNT(3) OVER (PARTITION BY freeway);\n"
+        "CREATE MATERIALIZED VIEW misspelt AS\n"
+        "SELECT freeway, MAX(lane_flw) AS m FROM readings "
+        "WINDOW TUMBLING COUNT(3) OVER (PARTITION BY freeway)")
+    (spec.parent / "transformations" / "mistakes.py").write_text(
+        "from pyspark import pipelines as dp\n"
+        "from pyspark.sql import SparkSession\n"
+        "spark = SparkSession.active()\n\n\n"
+        "@dp.table\n"
+        "def misspelt_stream():\n"
+        "    return spark.sql('SELECT freeway, SUM(lane_flw) AS total FROM STREAM(readings) '\n"
+        "                     'WINDOW TUMBLING COUNT(2) OVER (PARTITION BY freeway)')\n")
     run = subprocess.run(
         [sys.executable, "-m", "sql_ext.cli", "pipelines", "--warehouse",
          str(tmp_path / "warehouse"), "dry-run", "--spec", str(spec)],
         capture_output=True, text=True, timeout=900, cwd=tmp_path)
     output = run.stdout + run.stderr
     assert run.returncode != 0
-    assert "STDDEV(lane_flow) of INT" in output and "MATERIALIZED VIEW" in output, output[-4000:]
+    errors = output[output.index("Failed to resolve flow"):output.index("Traceback")]
+    assert "STDDEV(lane_flow) of INT" in errors and "MATERIALIZED VIEW" in errors, output[-4000:]
+    assert "`lane_flw` cannot be resolved" in errors and "(line 3, pos 20)" in errors
+    assert errors.count("`lane_flw` cannot be resolved") == 2
+    assert "__sx_" not in errors, errors

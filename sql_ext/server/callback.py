@@ -28,7 +28,7 @@ def answer(sql: str, in_pipeline: bool = False) -> str:
     registering it."""
     try:
         if in_pipeline:
-            dataset = pipeline.dataset_statement(sql)
+            dataset = pipeline.dataset_statement(sql) or pipeline.query(sql)
             if dataset is not None:
                 return "SQL\n" + dataset
         statement = statement_of(sql)

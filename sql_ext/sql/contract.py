@@ -34,6 +34,10 @@ FILE_COLUMN = INPUT_COLUMNS["file"]
 CLOCK_START_COLUMN = INPUT_COLUMNS["clock_start"]
 CLOCK_END_COLUMN = INPUT_COLUMNS["clock_end"]
 GROUP_COLUMN: str = _CONTRACT["group_column"]
+# The window's firings in a lowered query (a pipeline's window query reads them so).
+SOURCE_ALIAS: str = _CONTRACT["source_alias"]
+# A window's source (FROM and JOINs) in a pipeline's window query (sql_ext.sql.pipeline).
+TUPLES_ALIAS: str = _CONTRACT["tuples_alias"]
 # A Python UDAF's batched form (over a batch of windows) is registered under this prefix.
 UDAF_BATCHED_PREFIX: str = _CONTRACT["udaf_batched_prefix"]
 # Pane function (lower case, as the spec's "meta" lists it) -> its output column.
@@ -46,9 +50,8 @@ STREAM_COLUMNS: tuple[str, ...] = tuple(_CONTRACT["show_streams_columns"])
 # A stream's failure as SHOW STREAMS and the catalog keep it: at most this many characters.
 SHORT_ERROR_LIMIT: int = _CONTRACT["short_error_limit"]
 
-# Python's own helper names, never read by the JVM: the source's alias in a lowered query,
-# the inputs of streaming aggregates (`__sx_in<i>`).
-SOURCE_ALIAS = HELPER_PREFIX + "w"
+# Python's own helper names, never read by the JVM: the inputs of streaming aggregates
+# (`__sx_in<i>`).
 AGGREGATE_INPUT_PREFIX = HELPER_PREFIX + "in"
 
 

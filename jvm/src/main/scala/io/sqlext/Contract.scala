@@ -43,6 +43,12 @@ object Contract {
    *  apart by the pane-index column). */
   val GroupColumn: String = (parsed \ "group_column").extract[String]
 
+  /** The relation a lowered query's aggregation reads the window's firings from. */
+  val SourceAlias: String = (parsed \ "source_alias").extract[String]
+
+  /** The relation a pipeline's window query reads its source from (FROM and JOINs). */
+  val TuplesAlias: String = (parsed \ "tuples_alias").extract[String]
+
   /** A Python UDAF's batched form is a session function named so (+ the UDAF's name). */
   val UdafBatchedPrefix: String = (parsed \ "udaf_batched_prefix").extract[String]
 

@@ -9,7 +9,7 @@ import org.apache.spark.sql.catalyst.util.MathUtils
 object SqlExtErrors {
 
   /** A message-only error class of Spark's: '<message>'. */
-  private val MessageClass = "_LEGACY_ERROR_TEMP_3100"
+  val MessageClass = "_LEGACY_ERROR_TEMP_3100"
 
   def analysis(message: String): AnalysisException =
     new AnalysisException(MessageClass, Map("message" -> message))

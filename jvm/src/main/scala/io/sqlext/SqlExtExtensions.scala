@@ -17,8 +17,8 @@ class SqlExtExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectParser((session, delegate) => new RewritingParser(session, delegate))
     // Analysis: the rewriter's target, sql_ext_window(TABLE(...), spec), becomes WindowAssign.
     extensions.injectTableFunction(WindowTableFunction.registration)
-    // Analysis: a declarative pipeline's windowed flow, sql_ext_stream_window(TABLE(...), spec),
-    // becomes the window processors over the pipeline's stream.
+    // Analysis: a declarative pipeline's windowed query, sql_ext_pipeline_window(TABLE(...),
+    // window), is resolved once the pipeline has resolved its datasets.
     extensions.injectTableFunction(PipelineWindowFunction.registration)
     extensions.injectResolutionRule(session => ResolvePipelineWindows(session))
     // Analysis: window_state('<streaming table>') reads a stream's window state (spec 8).

@@ -72,14 +72,23 @@ class RewritingParser(session: SparkSession, delegate: ParserInterface)
   }
 
   /** Whether a declarative pipeline is registering this statement: it parses each statement
-   *  of its SQL files with the session's parser (and a Python definition's spark.sql(...) goes
-   *  through Connect's pipeline handler); the parser has no other way to know its caller.
-   *  Asked only of statements the rewriter answered. */
-  private def insidePipeline: Boolean =
-    Thread.currentThread.getStackTrace.exists { frame =>
+   *  of its SQL files with the session's parser, and the flows of a Python definition over
+   *  Spark Connect. The parser has no other way to know its caller than the stack. A Python
+   *  definition's spark.sql(...) is first parsed by Connect's SQL command handler, which
+   *  checks it is no command before handing the text back to the client (Spark 4.2:
+   *  SparkConnectPlanner.handleSqlCommand calls transformRelation only for requests that carry
+   *  a pipeline analysis context; a plain spark.sql runs through executeSQL). Asked only of
+   *  statements Spark's parser rejected. */
+  private def insidePipeline: Boolean = {
+    val frames = Thread.currentThread.getStackTrace
+    frames.exists { frame =>
       frame.getClassName.startsWith("org.apache.spark.sql.pipelines.") ||
         frame.getClassName.startsWith("org.apache.spark.sql.connect.pipelines.")
+    } || frames.zip(frames.drop(1)).exists { case (callee, caller) =>
+      callee.getMethodName == "transformRelation" && caller.getMethodName == "handleSqlCommand" &&
+        caller.getClassName == "org.apache.spark.sql.connect.planner.SparkConnectPlanner"
     }
+  }
 
   /** The Python UDAFs registered in this session (by a Spark Connect client, for one): the
    *  names of its functions with the batched form's prefix. */
