@@ -149,3 +149,20 @@ def test_a_pipelines_window_errors_speak_of_the_users_query(tmp_path):
     assert "`lane_flw` cannot be resolved" in errors and "(line 3, pos 20)" in errors
     assert errors.count("`lane_flw` cannot be resolved") == 2
     assert "__sx_" not in errors, errors
+
+
+def test_a_refiring_window_in_a_pipeline_names_emit_final(tmp_path):
+    """Late tuples would fire a pane again and replace its row; a pipeline only appends."""
+    spec = _pipeline_copy(tmp_path)
+    (spec.parent / "transformations" / "refiring.sql").write_text(
+        "CREATE STREAMING TABLE refiring AS\n"
+        "SELECT freeway, PANE_START() AS s, MAX(lane_flow) AS m FROM STREAM(readings)\n"
+        "WINDOW TIME_INTERVAL(50, 25) ON event_time OVER (PARTITION BY freeway) "
+        "WATERMARK DELAY 10")
+    run = subprocess.run(
+        [sys.executable, "-m", "sql_ext.cli", "pipelines", "--warehouse",
+         str(tmp_path / "warehouse"), "dry-run", "--spec", str(spec)],
+        capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    output = run.stdout + run.stderr
+    assert run.returncode != 0
+    assert "add EMIT FINAL" in output and "(line 3, pos 7)" in output, output[-4000:]

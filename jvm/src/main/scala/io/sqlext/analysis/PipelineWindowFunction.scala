@@ -7,15 +7,12 @@ import io.sqlext.streaming.StreamingWindows
 import io.sqlext.streaming.time.QueryCheckpoint
 import io.sqlext.window.WindowSpec
 import org.apache.spark.sql.{AnalysisException, SparkSession}
-import org.apache.spark.sql.catalyst.FunctionIdentifier
 import org.apache.spark.sql.catalyst.analysis.UnresolvedRelation
-import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, ExpressionInfo,
-  FunctionTableSubqueryArgumentExpression, Literal}
+import org.apache.spark.sql.catalyst.expressions.Attribute
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, SubqueryAlias, UnaryNode}
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.{CurrentOrigin, Origin}
 import org.apache.spark.sql.sqlext.CatalystFrames
-import org.apache.spark.sql.types.StringType
 import org.json4s._
 import org.json4s.jackson.JsonMethods
 
@@ -33,20 +30,9 @@ import org.json4s.jackson.JsonMethods
 object PipelineWindowFunction {
   val Name = "sql_ext_pipeline_window"
 
-  val info = new ExpressionInfo(
-    getClass.getCanonicalName, null, Name,
-    "_FUNC_(TABLE(query), window) - SPL windows in a declarative pipeline (internal).",
-    "", "", "", "table_funcs", "", "", "internal")
-
-  def builder(args: Seq[Expression]): LogicalPlan = args match {
-    case Seq(table: FunctionTableSubqueryArgumentExpression, Literal(window, StringType)) =>
-      PipelineWindow(window.toString, table.plan)
-    case _ =>
-      throw SqlExtErrors.analysis(s"$Name expects (TABLE(query), 'window'): it is generated " +
-        "by the sql_ext rewriter and not meant to be called directly")
-  }
-
-  val registration = (FunctionIdentifier(Name), info, builder _)
+  val registration = GeneratedTableFunction.registration(Name,
+    "_FUNC_(TABLE(query), window) - SPL windows in a declarative pipeline (internal).")(
+    PipelineWindow(_, _))
 }
 
 /** A pipeline's windowed query, until its tuples are resolved. */
