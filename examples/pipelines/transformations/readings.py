@@ -10,7 +10,7 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 spark = SparkSession.active()
 
 
-@dp.table(comment="traffic readings, streamed from data/*.json", format="delta")
+@dp.table(comment="traffic readings, streamed from data/*.json")
 def readings():
     return spark.readStream.format("json") \
         .schema("seq BIGINT, event_time TIMESTAMP, freeway STRING, lane_flow INT") \

@@ -10,11 +10,11 @@ PEAKS = ("SELECT freeway, WINDOW_ID() AS w, MAX(lane_flow) AS peak, COUNT(*) AS 
          "WINDOW SLIDING COUNT(3) TRIGGER COUNT(1) OVER (PARTITION BY freeway) EMIT INCOMPLETE")
 
 
-@dp.materialized_view(comment="the peak flow of each freeway's last 3 readings", format="delta")
+@dp.materialized_view(comment="the peak flow of each freeway's last 3 readings")
 def peaks():
     return spark.sql(PEAKS.format(source="readings"))
 
 
-@dp.table(comment="the same peaks, appended as the readings stream in", format="delta")
+@dp.table(comment="the same peaks, appended as the readings stream in")
 def peaks_streamed():
     return spark.sql(PEAKS.format(source="STREAM(readings)"))

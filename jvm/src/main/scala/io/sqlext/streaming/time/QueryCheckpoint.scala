@@ -1,9 +1,7 @@
 package io.sqlext.streaming.time
 
-import java.net.URI
 import java.util.{Collections, WeakHashMap}
 
-import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
 import org.apache.spark.sql.streaming.StreamingQueryListener
@@ -31,8 +29,9 @@ object QueryCheckpoint {
     override def onQueryStarted(event: QueryStartedEvent): Unit =
       session.streams.get(event.id) match {
         case query: StreamingQueryWrapper =>
-          // A URI (a space is %20); tasks build paths from the plain form.
-          val root = new Path(new URI(query.streamingQuery.resolvedCheckpointRoot)).toString
+          // The folder Spark reads the offset log from, as a Path names it (its string, made
+          // a Path again by the tasks, is the same folder: spaces and percent signs included).
+          val root = query.streamingQuery.offsetLog.metadataPath.getParent.toString
           session.sparkContext.setLocalProperty(Property, root)
         case _ =>
       }
