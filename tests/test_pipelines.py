@@ -18,8 +18,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from sql_ext.server.thrift import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,12 +86,19 @@ def _check_datasets(spark, warehouse: Path, tag: str, readings: int = 13):
         assert _rows(table(dataset)) == _rows(spark.table(f"pl_{dataset}_{tag}")), dataset
 
 
-def _run_locally(spec: Path, warehouse: Path, cwd: Path):
+def _local(command: str, spec: Path, warehouse: Path, cwd: Path) -> tuple[str, bool]:
+    """`sql-ext pipelines <command>` (run, dry-run) of `spec`; its output, and whether it
+    failed."""
     run = subprocess.run(
         [sys.executable, "-m", "sql_ext.cli", "pipelines", "--warehouse", str(warehouse),
-         "run", "--spec", str(spec)], capture_output=True, text=True, timeout=900, cwd=cwd)
-    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
-    assert "Run is COMPLETED" in run.stdout + run.stderr
+         command, "--spec", str(spec)], capture_output=True, text=True, timeout=900, cwd=cwd)
+    return run.stdout + run.stderr, run.returncode != 0
+
+
+def _run_locally(spec: Path, warehouse: Path, cwd: Path):
+    output, failed = _local("run", spec, warehouse, cwd)
+    assert not failed, output[-8000:]
+    assert "Run is COMPLETED" in output
 
 
 def test_the_example_pipeline_in_one_command(spark, tmp_path):
@@ -152,12 +157,8 @@ def test_a_pipelines_window_errors_speak_of_the_users_query(tmp_path):
         "def misspelt_stream():\n"
         "    return spark.sql('SELECT freeway, SUM(lane_flw) AS total FROM STREAM(readings) '\n"
         "                     'WINDOW TUMBLING COUNT(2) OVER (PARTITION BY freeway)')\n")
-    run = subprocess.run(
-        [sys.executable, "-m", "sql_ext.cli", "pipelines", "--warehouse",
-         str(tmp_path / "warehouse"), "dry-run", "--spec", str(spec)],
-        capture_output=True, text=True, timeout=900, cwd=tmp_path)
-    output = run.stdout + run.stderr
-    assert run.returncode != 0
+    output, failed = _local("dry-run", spec, tmp_path / "warehouse", tmp_path)
+    assert failed
     errors = output[output.index("Failed to resolve flow"):output.index("Traceback")]
     assert "STDDEV(lane_flow) of INT" in errors and "MATERIALIZED VIEW" in errors, output[-4000:]
     assert "`lane_flw` cannot be resolved" in errors and "(line 3, pos 20)" in errors
@@ -173,10 +174,6 @@ def test_a_refiring_window_in_a_pipeline_names_emit_final(tmp_path):
         "SELECT freeway, PANE_START() AS s, MAX(lane_flow) AS m FROM STREAM(readings)\n"
         "WINDOW TIME_INTERVAL(50, 25) ON event_time OVER (PARTITION BY freeway) "
         "WATERMARK DELAY 10")
-    run = subprocess.run(
-        [sys.executable, "-m", "sql_ext.cli", "pipelines", "--warehouse",
-         str(tmp_path / "warehouse"), "dry-run", "--spec", str(spec)],
-        capture_output=True, text=True, timeout=900, cwd=tmp_path)
-    output = run.stdout + run.stderr
-    assert run.returncode != 0
+    output, failed = _local("dry-run", spec, tmp_path / "warehouse", tmp_path)
+    assert failed
     assert "add EMIT FINAL" in output and "(line 3, pos 7)" in output, output[-4000:]

@@ -51,11 +51,10 @@ class RewritingParser(session: SparkSession, delegate: ParserInterface)
           ParameterBinding.bind(delegate.parsePlan(text), _, sqlText))
         analyzedForUser(plan, sqlText, pipeline)
       case Some(answer) if answer.startsWith("COMMAND\n") && pipeline =>
-        throw SqlExtErrors.parse(sqlText, "a sql-ext streaming statement cannot define a " +
-          "declarative pipeline's dataset: sql-ext runs its streaming tables itself. In the " +
-          "pipeline, define a windowed result as a MATERIALIZED VIEW; or create the windowed " +
-          "streaming table outside it (CREATE STREAMING TABLE ... TRIGGER EVERY ...) and read " +
-          "that table in the pipeline", 1, 0)
+        throw SqlExtErrors.parse(sqlText, "this statement manages sql-ext's own streaming " +
+          "tables, which run outside declarative pipelines; in a pipeline, define windowed " +
+          "datasets with CREATE STREAMING TABLE ... AS, CREATE FLOW or CREATE MATERIALIZED " +
+          "VIEW", 1, 0)
       case Some(answer) if answer.startsWith("COMMAND\n") =>
         // The command hands its text back to Python when it runs; values would not travel.
         if (parameters.exists(ParameterBinding.hasValues)) {
