@@ -12,9 +12,9 @@ once the pipeline has resolved the window's tuples:
     SELECT freeway, WINDOW_ID() AS w, MAX(lane_flow) AS m FROM STREAM(readings)
     WINDOW TUMBLING COUNT(3) OVER (PARTITION BY freeway)
     ->
-    SELECT * FROM sql_ext_pipeline_window(TABLE(SELECT lane_flow, freeway AS __sx_p0, ...
-        FROM STREAM(readings)), '{"spec": ..., "query": "SELECT __sx_p0 AS freeway, ...
-        FROM __sx_w", "user": "<the statement>"}')
+    SELECT * FROM sql_ext_pipeline_window(TABLE(SELECT * FROM STREAM(readings)),
+        '{"spec": ..., "tuples": "SELECT lane_flow, freeway AS __sx_p0, ... FROM __sx_src",
+          "query": "SELECT __sx_p0 AS freeway, ... FROM __sx_w", "user": "<the statement>"}')
 
 Over a stream the window runs as the processors of a sql-ext streaming table, which hand on one
 row of aggregate values per firing. Hence the limits of a pipeline's streaming windows, each
@@ -35,6 +35,7 @@ from sql_ext.sql.dialect import SqlExt, has_window_clause
 from sql_ext.sql.errors import WindowSqlError, error_at, error_at_node
 from sql_ext.sql.firings import (Aggregates, aggregate_inputs, only_read_columns,
                                  tuple_columns_read)
+from sql_ext.sql.statements import stream_clause
 from sql_ext.sql.transpile import (LoweredWindow, leading_text, lower_parts, parse,
                                    stream_source)
 
@@ -56,13 +57,11 @@ def dataset_statement(sql: str) -> str | None:
     start = _query_start(tokens)
     if start is None:
         return None
-    header = [t for t in tokens if t.start < start]
-    for before, token in zip(header, header[1:]):
-        if token.token_type == TokenType.TRIGGER or (
-                token.text.upper() == "CHECKPOINT" and before.token_type != TokenType.DOT):
-            raise error_at(token, f"{token.text.upper()}: a declarative pipeline runs its "
-                                  "streaming tables itself, on its own triggers and checkpoints; "
-                                  "leave the clause out inside a pipeline")
+    clause = stream_clause([t for t in tokens[len(kind):] if t.start < start])
+    if clause is not None:
+        raise error_at(clause, f"{clause.text.upper()}: a declarative pipeline runs its "
+                               "streaming tables itself, on its own triggers and checkpoints; "
+                               "leave the clause out inside a pipeline")
     # The query parsed in place (the header blanked), so errors name the user's positions.
     blank = "".join(c if c == "\n" else " " for c in sql[:start])
     select = _windowed_select(blank + sql[start:])

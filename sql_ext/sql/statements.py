@@ -75,11 +75,17 @@ def _holds_extension_clause(sql: str) -> bool:
         if token.token_type == TokenType.ALIAS:
             break
         header.append(token)
-    # header[0] starts the table's name; a name part follows a dot (`db.checkpoint`).
-    return has_window_clause(sql) or any(
-        token.token_type == TokenType.TRIGGER
-        or (token.text.upper() == "CHECKPOINT" and before.token_type != TokenType.DOT)
-        for before, token in zip(header, header[1:]))
+    return has_window_clause(sql) or stream_clause(header) is not None
+
+
+def stream_clause(header: list) -> object | None:
+    """The TRIGGER or CHECKPOINT token in the tokens of a streaming table's header (from its
+    name up to AS), or None. header[0] starts the table's name; a name part follows a dot
+    (`db.checkpoint`)."""
+    return next((token for before, token in zip(header, header[1:])
+                 if token.token_type == TokenType.TRIGGER
+                 or (token.text.upper() == "CHECKPOINT" and before.token_type != TokenType.DOT)),
+                None)
 
 
 def _validate_create(statement: CreateStreamingTable) -> None:
