@@ -1,7 +1,8 @@
 """The JVM jars a session loads, and where the embedded default keeps its files.
 
 The extension jar ships inside the package (`sql_ext/jars/sql-ext.jar`, in the wheel too).
-Delta's jars are downloaded once from Maven Central and checked against their SHA-1: Spark's
+Delta's jars and Spark's Kafka connector (with the Kafka client it was built with) are
+downloaded once from Maven Central and checked against their SHA-1: Spark's
 own `spark.jars.packages` resolution only runs when spark-submit starts the JVM, so it cannot
 serve a driver that is already running (spark-submit of a job that calls `configure`), while a
 checked download into a cache works there, and offline after the first run.
@@ -25,6 +26,15 @@ MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 DELTA_ARTIFACTS = (
     ("io.delta", f"delta-spark{SCALA_SUFFIX}", DELTA_VERSION),
     ("io.delta", "delta-storage", DELTA_VERSION),
+)
+# Spark's Kafka connector for this Spark (4.2.0) and the versions its pom names: Kafka topics
+# are tables through it (sql_ext reads it; docs/kafka.md).
+SPARK_VERSION = "4.2.0"
+KAFKA_ARTIFACTS = (
+    ("org.apache.spark", "spark-sql-kafka-0-10_2.13", SPARK_VERSION),
+    ("org.apache.spark", "spark-token-provider-kafka-0-10_2.13", SPARK_VERSION),
+    ("org.apache.kafka", "kafka-clients", "3.9.2"),
+    ("org.apache.commons", "commons-pool2", "2.13.1"),
 )
 PACKAGE_DIR = Path(__file__).resolve().parent
 PROJECT_DIR = PACKAGE_DIR.parent
@@ -81,12 +91,13 @@ def _download(url: str, target: Path) -> None:
     tmp.replace(target)
 
 
-def delta_jars() -> list[Path]:
-    """Delta's jars, fetched into the cache on first use."""
+def _fetched(what: str, artifacts) -> list[Path]:
+    """`artifacts` ((group, artifact, version), ...) as jars in the cache, fetched on first
+    use."""
     folder = cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
     jars = []
-    for group, artifact, version in DELTA_ARTIFACTS:
+    for group, artifact, version in artifacts:
         name = f"{artifact}-{version}.jar"
         target = folder / name
         if not target.is_file():
@@ -94,15 +105,25 @@ def delta_jars() -> list[Path]:
             try:
                 _download(url, target)
             except OSError as error:
-                raise OSError(f"cannot fetch Delta's jar {name} from Maven Central into "
+                raise OSError(f"cannot fetch {what} jar {name} from Maven Central into "
                               f"{folder} ({error}); put the jar there by hand, or point "
                               "SQL_EXT_JAR_CACHE at a folder that has it") from error
         jars.append(target)
     return jars
 
 
+def delta_jars() -> list[Path]:
+    """Delta's jars, fetched into the cache on first use."""
+    return _fetched("Delta's", DELTA_ARTIFACTS)
+
+
+def kafka_jars() -> list[Path]:
+    """Spark's Kafka connector and the Kafka client, fetched into the cache on first use."""
+    return _fetched("Spark's Kafka connector", KAFKA_ARTIFACTS)
+
+
 def all_jars() -> list[Path]:
-    return [extension_jar(), *delta_jars()]
+    return [extension_jar(), *delta_jars(), *kafka_jars()]
 
 
 def jar_uris() -> list[str]:

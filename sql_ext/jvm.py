@@ -205,11 +205,10 @@ def watch_progress(spark: SparkSession) -> None:
     _object(spark, STREAM_PROGRESS).watch(_session(spark))
 
 
-def dropped_rows(spark: SparkSession, checkpoint: str) -> tuple[int, int, int]:
-    """(late, without an event time, out of order) tuples of the stream at `checkpoint`."""
-    late, not_windowed, out_of_order = _object(spark, STREAM_PROGRESS).dropped(
-        _session(spark), checkpoint)
-    return late, not_windowed, out_of_order
+def dropped_rows(spark: SparkSession, checkpoint: str) -> tuple[int, int, int, int]:
+    """(late, without an event time, out of order) tuples and undecodable Kafka messages of
+    the stream at `checkpoint`."""
+    return tuple(_object(spark, STREAM_PROGRESS).dropped(_session(spark), checkpoint))
 
 
 def rows_in(spark: SparkSession, query) -> int:
@@ -376,7 +375,7 @@ def run_wrote(spark: SparkSession, db: str, table: str, rows: int) -> None:
 
 
 def run_swap_logged_drops(spark: SparkSession, db: str, table: str,
-                          drops: tuple[int, int, int]) -> tuple[int, int, int]:
+                          drops: tuple[int, ...]) -> tuple[int, ...]:
     """Records the drop figures now logged for db.table's run; the ones logged before."""
     before = _object(spark, RUNNING_STREAMS).swapLoggedDrops(db, table, *drops)
     return tuple(before)

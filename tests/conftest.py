@@ -44,3 +44,14 @@ def thrift_server(tmp_path_factory):
                             "--udafs", "udafs.team_aggregates")
     yield port
     _kill(process, port)
+
+
+@pytest.fixture(scope="session")
+def kafka(tmp_path_factory):
+    """A real Kafka broker on 127.0.0.1 (tests/kafka_broker.py) for the whole run: its
+    bootstrap address. Stopped by pid."""
+    from kafka_broker import Broker
+
+    broker = Broker(tmp_path_factory.mktemp("kafka")).start()
+    yield broker.bootstrap
+    broker.stop()

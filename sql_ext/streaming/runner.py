@@ -156,7 +156,9 @@ def _written(spark: SparkSession, entry: Entry, batch_id: int, written: int,
         log.log(logging.WARNING if lost else logging.INFO,
                 "sql_ext stream %s batch %d: %d tuples late (below the watermark minus the "
                 "discard age; %s), %d without an event time, %d rows below an ORDER BY value "
-                "an earlier micro-batch processed (replayed where they arrived), in all",
+                "an earlier micro-batch processed (replayed where they arrived), %d Kafka "
+                "messages whose value does not decode (kafka_undecodable(...) reads them), in "
+                "all",
                 entry.name, batch_id, dropped[0],
                 f"kept in {late_table}" if late_table else "dropped", *dropped[1:])
 

@@ -43,14 +43,15 @@ def _status(spark: SparkSession, entry: Entry) -> dict:
     if run is not None:
         progress = run.query.lastProgress or {}
         states = progress.get("stateOperators", [])
-        late, not_windowed, out_of_order = jvm.dropped_rows(spark, definition.checkpoint)
+        late, not_windowed, out_of_order, undecodable = jvm.dropped_rows(
+            spark, definition.checkpoint)
         status.update(rows_in=jvm.rows_in(spark, run.query),
                       rows_out=run.rows_out, location=run.location,
                       watermark=(progress.get("eventTime") or {}).get("watermark"),
                       state_rows=sum(op.get("numRowsTotal", 0) for op in states),
                       state_bytes=sum(op.get("memoryUsedBytes", 0) for op in states),
                       late_dropped=late, not_windowed=not_windowed,
-                      out_of_order_rows=out_of_order)
+                      out_of_order_rows=out_of_order, undecodable_messages=undecodable)
         failure = None if run.query.isActive else run.query.exception()
         if run.query.isActive:
             status["state"] = "RUNNING"

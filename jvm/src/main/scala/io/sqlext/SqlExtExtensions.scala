@@ -1,7 +1,8 @@
 package io.sqlext
 
-import io.sqlext.analysis.{PipelineWindowFunction, ProcessFunctions, ResolvePipelineWindows,
-  WindowTableFunction}
+import io.sqlext.analysis.{KafkaTables, PipelineWindowFunction, ProcessFunctions,
+  ResolvePipelineWindows, WindowTableFunction}
+import io.sqlext.kafka.KafkaUndecodable
 import io.sqlext.execution.WindowStrategy
 import io.sqlext.expressions.ArrivalSequence
 import io.sqlext.optimizer.{ExpandPanes, IncrementalWindowAggregate}
@@ -21,6 +22,10 @@ class SqlExtExtensions extends (SparkSessionExtensions => Unit) {
     // window), is resolved once the pipeline has resolved its datasets.
     extensions.injectTableFunction(PipelineWindowFunction.registration)
     extensions.injectResolutionRule(session => ResolvePipelineWindows(session))
+    // Analysis: CREATE TABLE t (<columns>) USING kafka is a Kafka topic of those columns, and
+    // kafka_undecodable('<table>') its messages that do not decode (spec 9).
+    extensions.injectResolutionRule(_ => KafkaTables)
+    extensions.injectTableFunction(KafkaUndecodable.registration)
     // Analysis: window_state('<streaming table>') reads a stream's window state (spec 8).
     extensions.injectTableFunction(WindowState.registration)
     // Analysis: sql_ext_arrival() and sql_ext_arrival_file(), a row's place in source order.

@@ -39,7 +39,7 @@ case class StreamStatementCommand(kind: String, sqlText: String) extends LeafRun
 object StreamStatementCommand {
   /** The type of each SHOW STREAMS column that is not a string. */
   private val CountColumns = Set("batch", "rows_in", "rows_out", "state_rows", "state_bytes",
-    "late_dropped", "not_windowed", "out_of_order_rows")
+    "late_dropped", "not_windowed", "out_of_order_rows", "undecodable_messages")
 
   /** The columns of SHOW STREAMS, in the contract's order (Contract.ShowStreamsColumns). */
   val ShowColumns: Seq[StructField] = Contract.ShowStreamsColumns.map { name =>

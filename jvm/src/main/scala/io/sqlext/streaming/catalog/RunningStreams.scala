@@ -33,7 +33,7 @@ object RunningStreams {
     def rowsOut: Long = written.get
     def wrote(rows: Long): Unit = written.addAndGet(rows)
     /** (late, not windowed, out of order) as last logged: a log line only when they grow. */
-    @volatile var loggedDrops: Array[Long] = Array(0L, 0L, 0L)
+    @volatile var loggedDrops: Array[Long] = Array(0L, 0L, 0L, 0L)
     def key: String = RunningStreams.key(db, table)
     def isActive: Boolean = query.isActive
   }
@@ -74,12 +74,15 @@ object RunningStreams {
   /** Records the drop figures (late, not windowed, out of order) now logged for db.table's
    *  run; the figures logged before. */
   def swapLoggedDrops(db: String, table: String, late: Long, notWindowed: Long,
-      outOfOrder: Long): Array[Long] = Option(run(db, table)) match {
-    case Some(r) =>
-      val before = r.loggedDrops
-      r.loggedDrops = Array(late, notWindowed, outOfOrder)
-      before
-    case None => Array(late, notWindowed, outOfOrder)
+      outOfOrder: Long, undecodable: Long): Array[Long] = {
+    val now = Array(late, notWindowed, outOfOrder, undecodable)
+    Option(run(db, table)) match {
+      case Some(r) =>
+        val before = r.loggedDrops
+        r.loggedDrops = now
+        before
+      case None => now
+    }
   }
 
   /** Called by the progress listener when any query ends: a stream that died records its

@@ -39,13 +39,14 @@ object StreamProgress {
     dropCounters.computeIfAbsent(BatchWatermark.qualified(session, checkpoint), cp =>
       new StreamCounters(session.sparkContext.longAccumulator(s"sql_ext late tuples $cp"),
         session.sparkContext.longAccumulator(s"sql_ext NULL event times $cp"),
-        session.sparkContext.longAccumulator(s"sql_ext out-of-order rows $cp")))
+        session.sparkContext.longAccumulator(s"sql_ext out-of-order rows $cp"),
+        session.sparkContext.longAccumulator(s"sql_ext undecodable messages $cp")))
 
-  /** (late tuples dropped, tuples without event time, rows out of ORDER BY order) of a
-   *  streaming table, for py4j. */
+  /** (late tuples dropped, tuples without event time, rows out of ORDER BY order, undecodable
+   *  Kafka messages) of a streaming table, for py4j. */
   def dropped(session: SparkSession, checkpoint: String): Array[Long] = {
     val c = counters(session, checkpoint)
-    Array(c.lateDropped.value, c.notWindowed.value, c.outOfOrder.value)
+    Array(c.lateDropped.value, c.notWindowed.value, c.outOfOrder.value, c.undecodable.value)
   }
 
   def rowsIn(queryId: String): Long = Option(totals.get(queryId)).map(_.rowsIn).getOrElse(0L)

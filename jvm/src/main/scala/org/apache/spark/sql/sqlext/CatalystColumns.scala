@@ -8,4 +8,7 @@ import org.apache.spark.sql.classic.ExpressionUtils
  *  package (private[sql]); this one object lives there for it, as Delta's helpers do. */
 object CatalystColumns {
   def of(expression: Expression): Column = ExpressionUtils.column(expression)
+
+  /** The Catalyst expression of a Column built with Spark's functions. */
+  def expression(column: Column): Expression = ExpressionUtils.expression(column)
 }
