@@ -58,12 +58,13 @@ build_jar() {
   fi
 }
 
-# Delta's jars: sessions load them, and the JVM build compiles against them.
-delta_jars() { "$PY" -c 'from sql_ext import jars; jars.delta_jars()'; }
+# Delta's and the Kafka connector's jars: sessions load them, the JVM build compiles against
+# them.
+fetched_jars() { "$PY" -c 'from sql_ext import jars; jars.fetched_jars()'; }
 
 setup() {
   setup_python
-  delta_jars
+  fetched_jars
   build_jar
 }
 
@@ -88,6 +89,9 @@ case "${1:-}" in
     # CPU. Each worker has its own Spark session and warehouse (a module's Thrift server may
     # start once per worker). worksteal: a worker that runs out of tests takes queued ones
     # from the other, so a few long tests (deploy, kills, load) do not end the run on one.
+    # The Kafka broker the tests start (Maven Central jars, cached under .cache/kafka).
+    say "Kafka broker jars (.cache/kafka)"
+    "$PY" tests/kafka_broker.py
     say "Python tests (pytest, ${SQL_EXT_TEST_WORKERS:-2} workers)"
     # The JVMs that tests start (stream drivers killed and restarted, Thrift servers, a
     # standalone cluster, deploy jobs) live seconds to minutes: the C1 compiler alone warms them
@@ -105,6 +109,6 @@ case "${1:-}" in
   bench) setup; shift; exec "$PY" python/bench.py "$@" ;;
   load) setup; shift; exec "$PY" python/thrift_load.py "$@" ;;
   profile) setup; shift; exec "$PY" python/stream_profile.py "$@" ;;
-  sbt) setup_python; delta_jars; shift; sbt "$@" ;;
+  sbt) setup_python; fetched_jars; shift; sbt "$@" ;;
   *) echo "usage: bash python/dev.sh setup|main|test|wheel|bench|load|profile|sbt ..." >&2; exit 2 ;;
 esac

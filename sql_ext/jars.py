@@ -122,8 +122,13 @@ def kafka_jars() -> list[Path]:
     return _fetched("Spark's Kafka connector", KAFKA_ARTIFACTS)
 
 
+def fetched_jars() -> list[Path]:
+    """The jars fetched from Maven Central: Delta's and the Kafka connector's."""
+    return [*delta_jars(), *kafka_jars()]
+
+
 def all_jars() -> list[Path]:
-    return [extension_jar(), *delta_jars(), *kafka_jars()]
+    return [extension_jar(), *fetched_jars()]
 
 
 def jar_uris() -> list[str]:

@@ -41,7 +41,7 @@ def strange_run(tmp_path_factory):
                     ignore=shutil.ignore_patterns("__pycache__"))
     cache = top / LIBRARY / "jars"
     cache.mkdir()
-    for jar in jars.delta_jars():
+    for jar in jars.fetched_jars():
         shutil.copy(jar, cache / jar.name)
     env = dict(os.environ, PYTHONPATH=str(package), SQL_EXT_JAR_CACHE=str(cache),
                SQL_EXT_WAREHOUSE=str(folder / "warehouse"))
@@ -60,7 +60,7 @@ def test_streaming_tables_in_a_folder_named_with_quotes_spaces_and_percent(stran
     assert found["package"] == str(library / "site-packages" / "sql_ext" / "__init__.py")
     assert found["jars"].split(",") == [
         (library / "site-packages" / "sql_ext" / "jars" / "sql-ext.jar").as_uri(),
-        *((library / "jars" / jar.name).as_uri() for jar in jars.delta_jars())]
+        *((library / "jars" / jar.name).as_uri() for jar in jars.fetched_jars())]
     assert found["warehouse"] == f"file:{folder / 'warehouse'}"
     # A LOCATION and a CHECKPOINT given: the rows of the batch query over the same source.
     assert found["counts"] == found["counts_batch"] == [
