@@ -109,6 +109,8 @@ case "${1:-}" in
   bench) setup; shift; exec "$PY" python/bench.py "$@" ;;
   load) setup; shift; exec "$PY" python/thrift_load.py "$@" ;;
   profile) setup; shift; exec "$PY" python/stream_profile.py "$@" ;;
+  # A Kafka broker on 127.0.0.1:9092 (or the port given) until Ctrl-C, for the Kafka example.
+  kafka) setup_python; shift; exec "$PY" tests/kafka_broker.py serve "$@" ;;
   sbt) setup_python; fetched_jars; shift; sbt "$@" ;;
-  *) echo "usage: bash python/dev.sh setup|main|test|wheel|bench|load|profile|sbt ..." >&2; exit 2 ;;
+  *) echo "usage: bash python/dev.sh setup|main|test|wheel|bench|load|profile|kafka|sbt ..." >&2; exit 2 ;;
 esac

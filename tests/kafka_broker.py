@@ -61,9 +61,9 @@ def _free_port() -> int:
 class Broker:
     """One broker in `folder`; `bootstrap` is its address."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, port: int | None = None):
         self.folder = folder
-        self.port, controller = _free_port(), _free_port()
+        self.port, controller = port or _free_port(), _free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         (folder / "data").mkdir(parents=True, exist_ok=True)
         self.properties = folder / "server.properties"
@@ -111,5 +111,27 @@ class Broker:
                 self.process.wait()
 
 
+def serve(port: int) -> None:
+    """A broker on 127.0.0.1:`port` until Ctrl-C (`bash python/dev.sh kafka`), its data in a
+    temporary folder: to try the Kafka example without a Kafka of one's own."""
+    import tempfile
+
+    broker = Broker(Path(tempfile.mkdtemp(prefix="sql_ext_kafka_")), port).start()
+    print(f"Kafka broker on {broker.bootstrap} (data in {broker.folder}); Ctrl-C stops it",
+          flush=True)
+    try:
+        broker.process.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        broker.stop()
+        shutil.rmtree(broker.folder, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    print(f"{len(classpath().split(':'))} Kafka broker jars in {CACHE / 'lib'}")
+    import sys
+
+    if sys.argv[1:2] == ["serve"]:
+        serve(int(sys.argv[2]) if len(sys.argv) > 2 else 9092)
+    else:
+        print(f"{len(classpath().split(':'))} Kafka broker jars in {CACHE / 'lib'}")

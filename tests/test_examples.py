@@ -47,3 +47,37 @@ def test_traffic_streaming_example_matches_the_pane_oracle(spark, tmp_path):
                        f["timing"]) for (p, s), f in last.items())
     assert got == expected
     assert any(timing == "LATE" for *_, timing in got)  # the late file re-fired panes
+
+
+def test_traffic_from_a_kafka_topic_matches_the_pane_oracle(spark, kafka):
+    """Seed 001 fed from a Kafka topic (examples/kafka): each round of readings is one
+    micro-batch, so the panes are the file example's; the producer command sends readings."""
+    import datetime
+    import uuid
+
+    from oracle_panes import pane_firings
+
+    example = runpy.run_path(str(EXAMPLES / "kafka" / "traffic_kafka.py"))
+    topic = f"traffic_{uuid.uuid4().hex[:8]}"
+    got = sorted((r.freeway, r.time_start, r.flow, r.timing)
+                 for r in example["main"](spark, kafka, topic))
+    rows, seen = [], []
+    for readings in example["ROUNDS"]:  # each round is one micro-batch, then its watermark
+        rows += [{"pos": len(rows) + i, "t": s, "freeway": f, "flow": v}
+                 for i, (s, f, v) in enumerate(readings)]
+        seen += [s for s, _, _ in readings]
+        rows.append({"pos": len(rows), "wm": max(seen) - 5})
+    result = pane_firings(rows, 50, 25, 1000, 0, event_time=lambda r: r.get("t"),
+                          partition_by=lambda r: r.get("freeway"), order_by=lambda r: r["pos"],
+                          watermark_by=lambda r: r.get("wm"), final_watermark=False)
+    last = {(f["partition"], f["pane_start"]): f for f in result["firings"]}
+    t0 = example["T0"]
+    assert got == sorted((p, t0 + datetime.timedelta(seconds=s),
+                          max(r["flow"] for r in f["rows"]), f["timing"])
+                         for (p, s), f in last.items())
+    # The producer command: readings keyed by freeway, as the topic table decodes them.
+    produce = runpy.run_path(str(EXAMPLES / "kafka" / "produce.py"))
+    assert produce["main"](["--bootstrap", kafka, "--topic", topic, "--rate", "5",
+                            "--seconds", "1"]) == 0
+    assert spark.sql("SELECT COUNT(*) FROM traffic_topic WHERE lane_flow BETWEEN 50 AND 700 "
+                     "AND freeway IS NOT NULL").first()[0] == 13 + 5
