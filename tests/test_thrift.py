@@ -109,3 +109,42 @@ def test_a_hive_session_without_the_thrift_address_is_refused_at_once(spark):
     with pytest.raises(ValueError, match=r"fixed when the session starts \(unset:unset\), not "
                                          rf"127.0.0.1:{port}: build it with conf=sql_ext"):
         start_thrift_server(spark, "127.0.0.1", port)
+
+
+def test_a_kafka_topic_table_through_pyhive(server, kafka):
+    """A topic declared, windowed in batch, and streamed into a streaming table, all by JDBC;
+    its undecodable message counted and read."""
+    import uuid
+
+    from kafka_messages import create_topic, produce
+
+    topic = f"thrift_{uuid.uuid4().hex[:8]}"
+    create_topic(kafka, topic, 2)
+    produce(kafka, topic, [(k, {"id": i, "k": k, "v": float(i)})
+                           for i, k in enumerate("ababab")] + [("a", "oops")],
+            {"a": 0, "b": 1}.get)
+    with hive.connect(host="127.0.0.1", port=server) as conn:
+        cursor = conn.cursor()
+        cursor.execute("DROP TABLE IF EXISTS thrift_topic")
+        cursor.execute(f"CREATE TABLE thrift_topic (id BIGINT, k STRING, v DOUBLE) USING kafka "
+                       f"OPTIONS ('kafka.bootstrap.servers' = '{kafka}', 'subscribe' = "
+                       f"'{topic}', 'format' = 'json')")
+        windowed = ("SELECT k, WINDOW_ID() AS w, SUM(v) AS total FROM {source} "
+                    "WINDOW TUMBLING COUNT(2) OVER (PARTITION BY k)")
+        expected = [("a", 0, 2.0), ("b", 0, 4.0)]
+        cursor.execute(windowed.format(source="thrift_topic"))
+        assert sorted(cursor.fetchall()) == expected
+        cursor.execute("DROP TABLE IF EXISTS thrift_topic_sums")
+        cursor.execute("CREATE STREAMING TABLE thrift_topic_sums TRIGGER AVAILABLE NOW AS "
+                       + windowed.format(source="STREAM(thrift_topic)"))
+        cursor.execute("SELECT * FROM thrift_topic_sums")
+        assert sorted(cursor.fetchall()) == expected
+        cursor.execute("SHOW STREAMS")
+        names = [d[0] for d in cursor.description]
+        stream = [dict(zip(names, r)) for r in cursor.fetchall()
+                  if r[0].endswith("thrift_topic_sums")][0]
+        # rows_in: the messages read (Spark's count at the source), decodable or not.
+        assert (stream["rows_in"], stream["undecodable_messages"]) == (7, 1)
+        cursor.execute("SELECT kafka_value, kafka_offset FROM kafka_undecodable('thrift_topic')")
+        assert cursor.fetchall() == [("oops", 3)]
+        cursor.execute("DROP TABLE thrift_topic_sums")
