@@ -6,10 +6,14 @@
 
 It runs a windowed query, a Python UDAF in a windowed query, a Delta CTAS and a streaming table
 over a Delta source, and prints their results as one line `RESULT <json>`: the test compares
-the line of every deployment with the local one and with plain Spark.
+the line of every deployment with the local one and with plain Spark. With
+SQL_EXT_DEPLOY_KAFKA=<bootstrap>,<topic> (a topic holding the same rows as JSON) it also runs
+the windowed query over the topic declared as a table, in batch and as a streaming table: the
+Kafka connector's jars reach the executors.
 """
 
 import json
+import os
 import sys
 
 import numpy as np
@@ -61,6 +65,15 @@ def main(mode: str, work: str, master: str | None = None) -> dict:
     spark.sql("CREATE STREAMING TABLE windows_live TRIGGER AVAILABLE NOW AS "
               + WINDOWED.format(source="STREAM(numbers_src)"))
     result["streaming"] = rows(spark.table("windows_live"))
+    if os.environ.get("SQL_EXT_DEPLOY_KAFKA"):
+        bootstrap, topic = os.environ["SQL_EXT_DEPLOY_KAFKA"].split(",")
+        spark.sql("CREATE TABLE numbers_topic (k STRING, v DOUBLE) USING kafka OPTIONS ("
+                  f"'kafka.bootstrap.servers' = '{bootstrap}', 'subscribe' = '{topic}', "
+                  "'format' = 'json')")
+        result["kafka"] = rows(spark.sql(WINDOWED.format(source="numbers_topic")))
+        spark.sql("CREATE STREAMING TABLE topic_live TRIGGER AVAILABLE NOW AS "
+                  + WINDOWED.format(source="STREAM(numbers_topic)"))
+        result["kafka_streaming"] = rows(spark.table("topic_live"))
     # The independent check: plain Spark's GROUP BY over row numbers gives the same windows.
     result["plain_spark"] = rows(spark.sql("""
         SELECT k, w, COUNT(*), SUM(v), SUM(v) FROM (

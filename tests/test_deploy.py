@@ -36,12 +36,28 @@ def expected_windows(rows: int = 120, size: int = 4) -> list:
     return sorted(result)
 
 
-def check_result(result: dict) -> None:
+def check_result(result: dict, kafka: bool = False) -> None:
     expected = expected_windows()
     assert result["windowed"] == expected
     assert result["plain_spark"] == expected
     assert result["ctas"] == expected and result["ctas_format"] == "delta"
     assert result["streaming"] == expected
+    if kafka:
+        assert result["kafka"] == result["kafka_streaming"] == expected
+
+
+@pytest.fixture
+def numbers_topic(kafka):
+    """The job's rows (k = id % 3, v = id) as JSON messages of a new topic: the job's
+    SQL_EXT_DEPLOY_KAFKA."""
+    import uuid
+
+    from kafka_messages import create_topic, produce
+
+    topic = f"deploy_{uuid.uuid4().hex[:8]}"
+    create_topic(kafka, topic, 2)
+    produce(kafka, topic, [(str(i % 3), {"k": str(i % 3), "v": float(i)}) for i in range(120)])
+    return f"{kafka},{topic}"
 
 
 def run_job(command: list, work: Path, env: dict, cwd: Path, *after: str) -> dict:
@@ -71,7 +87,7 @@ def clean_env(**extra) -> dict:
     return {**env, **extra}
 
 
-def test_wheel_runs_outside_the_checkout(tmp_path):
+def test_wheel_runs_outside_the_checkout(tmp_path, numbers_topic):
     """`bash python/dev.sh wheel`, pip install into a fresh venv, everything from elsewhere."""
     subprocess.run(["bash", str(ROOT / "python" / "dev.sh"), "wheel"], check=True, cwd=ROOT,
                    capture_output=True, timeout=900)
@@ -82,7 +98,8 @@ def test_wheel_runs_outside_the_checkout(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     shutil.copy(JOB, elsewhere / "deploy_job.py")  # the job alone: no tests folder beside it
-    env = clean_env(XDG_CACHE_HOME=str(tmp_path / "cache"), PYSPARK_PYTHON=str(python))
+    env = clean_env(XDG_CACHE_HOME=str(tmp_path / "cache"), PYSPARK_PYTHON=str(python),
+                    SQL_EXT_DEPLOY_KAFKA=numbers_topic)
     env.pop("SQL_EXT_JAR_CACHE", None)
 
     located = subprocess.run([str(python), "-c", "import sql_ext; print(sql_ext.__file__)"],
@@ -90,10 +107,12 @@ def test_wheel_runs_outside_the_checkout(tmp_path):
     assert str(tmp_path / "venv") in located.stdout and str(ROOT) not in located.stdout
 
     check_result(run_job([str(python), "deploy_job.py", "session"], tmp_path / "job", env,
-                         elsewhere))
-    # Delta's jars went to the user's cache folder, not the checkout.
+                         elsewhere), kafka=True)
+    # Delta's and the Kafka connector's jars went to the user's cache folder, not the checkout.
     assert sorted(p.name for p in (tmp_path / "cache" / "sql-ext" / "jars").glob("*.jar")) == [
-        "delta-spark_4.2_2.13-4.4.0.jar", "delta-storage-4.4.0.jar"]
+        "commons-pool2-2.13.1.jar", "delta-spark_4.2_2.13-4.4.0.jar", "delta-storage-4.4.0.jar",
+        "kafka-clients-3.9.2.jar", "spark-sql-kafka-0-10_2.13-4.2.0.jar",
+        "spark-token-provider-kafka-0-10_2.13-4.2.0.jar"]
 
     examples = subprocess.run([str(bin_dir / "sql-ext"), "run-examples"], capture_output=True,
                               text=True, env=env, cwd=elsewhere, timeout=600)
@@ -171,7 +190,7 @@ def worker_python(tmp_path_factory):
     return python
 
 
-def test_standalone_cluster_and_spark_submit(tmp_path, worker_python):
+def test_standalone_cluster_and_spark_submit(tmp_path, worker_python, numbers_topic):
     """configure(builder.master(spark://...)), spark-submit to the cluster and spark-submit
     in local mode: no --jars, no --packages; executors without sql_ext run the UDAF."""
     import pyspark
@@ -179,7 +198,7 @@ def test_standalone_cluster_and_spark_submit(tmp_path, worker_python):
     spark_home = str(Path(pyspark.__file__).parent)  # Spark's scripts find it from here
     cluster = StandaloneCluster(tmp_path, clean_env(SPARK_HOME=spark_home)).start()
     job_env = clean_env(PYSPARK_PYTHON=str(worker_python), PYSPARK_DRIVER_PYTHON=sys.executable,
-                        SPARK_HOME=spark_home)
+                        SPARK_HOME=spark_home, SQL_EXT_DEPLOY_KAFKA=numbers_topic)
     submit = [str(VENV_BIN / "spark-submit"), "--conf", "spark.executor.memory=512m"]
     try:
         on_cluster = {
@@ -194,7 +213,7 @@ def test_standalone_cluster_and_spark_submit(tmp_path, worker_python):
     local = run_job([*submit, "--master", "local[2]", str(JOB), "configure"], tmp_path / "job3",
                     job_env, tmp_path)
     for name, result in {**on_cluster, "spark-submit local": local}.items():
-        check_result(result)
+        check_result(result, kafka=True)
     assert {r["master"] for r in on_cluster.values()} == {cluster.url}
     assert local["master"] == "local[2]"
     # The UDAF ran in executors of the cluster, whose Python has no sql_ext.

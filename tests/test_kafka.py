@@ -15,6 +15,7 @@ import pytest
 
 from kafka_messages import create_topic, produce
 from sql_ext.streaming import stream_status
+from test_stream_order import WINDOWS as STREAM_ORDER_WINDOWS
 
 T0 = datetime.datetime(2024, 1, 1, 8, 0, 0)
 COLUMNS = "id BIGINT, k STRING, v DOUBLE, event_time TIMESTAMP"
@@ -120,16 +121,10 @@ def test_batch_windows_over_a_topic_follow_offset_order_per_partition(spark, kaf
         assert panes == spark_panes and sum(p[2] for p in panes) == 40
 
 
-WINDOWS = [
-    "TUMBLING COUNT(5)",
-    "TUMBLING DELTA(v, 6)",
-    "SLIDING COUNT(4) TRIGGER COUNT(3)",
-    "SLIDING DELTA(v, 5) TRIGGER COUNT(2)",
-    "SLIDING COUNT(5) TRIGGER DELTA(v, 4) EMIT INCOMPLETE",
-    "SLIDING COUNT(3) TRIGGER COUNT(1)",
-]
-# Not here: PUNCT(...) and PARTITION EVICTION, whose events act on every key of the window, so
-# across Kafka partitions they follow arrival order (docs/kafka.md).
+# The stream-order test's windows whose events act per key: PUNCT(...) and PARTITION EVICTION
+# act on every key of the window, so across Kafka partitions they follow arrival order.
+WINDOWS = [w for w in STREAM_ORDER_WINDOWS if "PUNCT" not in w and "EVICTION" not in w] + [
+    "SLIDING COUNT(3) TRIGGER COUNT(1)"]
 QUERY = ("SELECT k, WINDOW_ID() AS w, ARRAY_SORT(COLLECT_LIST(id)) AS ids, COUNT(*) AS n, "
          "SUM(v) AS total FROM {source} WINDOW {window} OVER (PARTITION BY k){tail}")
 PANES = ("SELECT k, PANE_START() AS s, COUNT(*) AS n, SUM(v) AS total, MAX(id) AS last "
@@ -240,3 +235,32 @@ def test_json_options_reach_the_decoder(spark, kafka):
                     **{"json.timestampFormat": "dd/MM/yyyy HH:mm:ss"})
     row = spark.table(table).collect()[0]
     assert (row.id, row.event_time) == (1, datetime.datetime(2024, 2, 1, 8, 0, 7))
+
+
+def test_across_partitions_order_by_orders_each_micro_batch(spark, kafka):
+    """An unpartitioned window over three Kafka partitions: ORDER BY id orders each
+    micro-batch, so rounds whose ids come after the last round's give the batch query's rows;
+    an id below one already processed is taken where it arrives and counted."""
+    topic = _topic(kafka)
+    table = _create(spark, kafka, {"subscribe": topic})
+    query = ("SELECT WINDOW_ID() AS w, ARRAY_SORT(COLLECT_LIST(id)) AS ids FROM {source} "
+             "WINDOW TUMBLING COUNT(5) OVER (ORDER BY id)")
+    name = f"ks{next(_names)}"
+    for round_ in range(3):  # ids of a round spread over every partition, shuffled
+        ids = list(range(round_ * 20, round_ * 20 + 20))
+        ids = ids[7:] + ids[:7]
+        produce(kafka, topic, [_reading(i) for i in ids], lambda k: "abcd".index(k) % 3)
+        if round_ == 0:
+            spark.sql(f"CREATE STREAMING TABLE {name} TRIGGER AVAILABLE NOW AS "
+                      + query.format(source=f"STREAM({table})"))
+        else:
+            spark.sql(f"REFRESH STREAMING TABLE {name}")
+    assert sorted(_rows(spark.table(name))) == sorted(_rows(spark.sql(query.format(
+        source=table)))) == [(w, tuple(range(w * 5, w * 5 + 5))) for w in range(12)]
+    assert stream_status(spark, name)["out_of_order_rows"] == 0
+    produce(kafka, topic, [_reading(i) for i in (60, 61, 3, 62, 63)],
+            lambda k: "abcd".index(k) % 3)
+    spark.sql(f"REFRESH STREAMING TABLE {name}")
+    assert stream_status(spark, name)["out_of_order_rows"] == 1
+    assert max(_rows(spark.table(name))) == (12, (3, 60, 61, 62, 63))
+    spark.sql(f"DROP TABLE {name}")

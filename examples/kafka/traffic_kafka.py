@@ -11,7 +11,10 @@ import datetime
 import sys
 from pathlib import Path
 
-T0 = datetime.datetime(2024, 1, 1, 8, 0, 0)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# The file example's readings, one round of messages per file (the third holds late ones).
+from traffic_streaming import FILES as ROUNDS, T0  # noqa: E402
+
 TOPIC_TABLE = """
     CREATE TABLE traffic_topic (freeway STRING, lane_flow INT, event_time TIMESTAMP)
     USING kafka
@@ -24,14 +27,6 @@ STREAMING_TABLE = """
     FROM STREAM(traffic_topic)
     WINDOW TIME_INTERVAL(50, 25, 1000, 0) ON event_time OVER (PARTITION BY freeway)
     WATERMARK DELAY 5"""
-
-# (seconds after T0, freeway, lane flow); the third round holds late readings for 08:00:10-40.
-ROUNDS = [
-    [(5, "I-80", 310), (12, "I-80", 420), (20, "US-101", 150), (31, "I-80", 380)],
-    [(48, "US-101", 260), (55, "I-80", 290), (77, "US-101", 505), (90, "I-80", 515)],
-    [(14, "I-80", 610), (40, "US-101", 330), (118, "I-80", 250)],
-    [(160, "US-101", 120), (176, "I-80", 90)],
-]
 
 
 def readings(round_):

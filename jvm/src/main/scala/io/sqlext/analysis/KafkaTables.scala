@@ -2,6 +2,7 @@ package io.sqlext.analysis
 
 import java.util.Locale
 
+import io.sqlext.kafka.KafkaTopic
 import org.apache.spark.sql.catalyst.plans.logical.{CreateTable, LogicalPlan, TableSpec,
   UnresolvedTableSpec}
 import org.apache.spark.sql.catalyst.rules.Rule
@@ -15,21 +16,17 @@ import org.apache.spark.sql.execution.datasources.{CreateTable => CreateTableV1}
  * stays Spark's own table of raw messages.
  */
 object KafkaTables extends Rule[LogicalPlan] {
-  /** The provider the catalog keeps for a Kafka topic table (named so a SHOW CREATE TABLE
-   *  runs again as it is). */
-  val Provider = "io.sqlext.kafka.KafkaTopic"
-
   override def apply(plan: LogicalPlan): LogicalPlan = plan.resolveOperators {
     case create @ CreateTable(_, columns, _, spec, _) if columns.nonEmpty && isKafka(spec.provider) =>
       create.copy(tableSpec = spec match {
-        case s: TableSpec => s.copy(provider = Some(Provider))
-        case s: UnresolvedTableSpec => s.copy(provider = Some(Provider))
+        case s: TableSpec => s.copy(provider = Some(KafkaTopic.Provider))
+        case s: UnresolvedTableSpec => s.copy(provider = Some(KafkaTopic.Provider))
         case other => other
       })
     // The session catalog's form: Spark keeps kafka among its V1 sources, so its own rule
     // (ResolveSessionCatalog) may have turned the statement into this one first.
     case create @ CreateTableV1(table, _, None) if table.schema.nonEmpty && isKafka(table.provider) =>
-      create.copy(tableDesc = table.copy(provider = Some(Provider)))
+      create.copy(tableDesc = table.copy(provider = Some(KafkaTopic.Provider)))
   }
 
   private def isKafka(provider: Option[String]): Boolean =

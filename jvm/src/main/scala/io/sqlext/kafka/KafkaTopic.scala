@@ -51,6 +51,9 @@ class KafkaTopic extends SchemaRelationProvider with StreamSourceProvider {
 
 object KafkaTopic {
   val Name = "sql_ext kafka topic"
+  /** The provider the catalog keeps for a Kafka topic table (a class name, so that SHOW CREATE
+   *  TABLE runs again as it is). */
+  val Provider: String = classOf[KafkaTopic].getName
 }
 
 /** A batch read of the topic: Spark's Kafka relation, decoded. */

@@ -1,7 +1,6 @@
 package io.sqlext.kafka
 
 import io.sqlext.SqlExtErrors
-import io.sqlext.analysis.KafkaTables
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.FunctionIdentifier
 import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionInfo, Literal}
@@ -33,7 +32,7 @@ object KafkaUndecodable {
   private def read(session: SparkSession, name: String): LogicalPlan = {
     val ident = session.sessionState.sqlParser.parseTableIdentifier(name)
     val table = session.sessionState.catalog.getTableMetadata(ident)
-    if (!table.provider.contains(KafkaTables.Provider)) throw SqlExtErrors.analysis(
+    if (!table.provider.contains(KafkaTopic.Provider)) throw SqlExtErrors.analysis(
       s"$Name('$name'): ${table.identifier.unquotedString} is not a Kafka topic table " +
         "(CREATE TABLE t (<columns>) USING kafka OPTIONS (...))")
     val messages = KafkaMessages(table.schema, table.storage.properties)
