@@ -17,6 +17,11 @@ case class CountedTrue(child: Expression, counter: Option[LongAccumulator], what
 
   override def nullable: Boolean = false
 
+  // Not to be moved: as a deterministic condition over a projection the optimizer would push it
+  // below that projection, substituting the projected expressions into it, so a condition over
+  // a decoded value (from_json) would decode every row twice, once here, interpreted.
+  override lazy val deterministic: Boolean = false
+
   @transient private var rejected = 0L
 
   override def eval(input: InternalRow): Any = {
