@@ -206,37 +206,29 @@ def throughput(spark, bootstrap: str, topic: str, rows: int, work: Path, table: 
     baseline under 'decode only'."""
     from sql_ext.streaming import drop_streaming_table
 
-    results = {}
-    for family, (_, _, window) in FAMILIES.items():
-        log(f"{rows:,}: ours {family}")
+    def pair(label: str, family: str, window, spark_label: str) -> tuple:
+        """Ours for `family`, then Spark's with `window` (None: decode only)."""
+        log(f"{rows:,}: ours {label}")
         ours_s, name = ours(spark, table, family)
         ours_rows = spark.table(name).count()
         log(f"  ours {ours_s:.1f} s, {ours_rows:,} rows out")
         drop_streaming_table(spark, name)
         spark_s = spark_rows = None
         if not skip_spark:
-            log(f"{rows:,}: Spark {family}")
+            log(f"{rows:,}: Spark {spark_label}")
             spark_s, out = native(spark, bootstrap, topic, work, window)
             spark_rows = spark.read.format("delta").load(out).count()
-            log(f"  Spark {spark_s:.1f} s, {spark_rows:,} rows out")
+            log(f"  Spark {spark_label} {spark_s:.1f} s, {spark_rows:,} rows out")
             shutil.rmtree(out, ignore_errors=True)
-        results[family] = (ours_s, spark_s, ours_rows, spark_rows)
+        return ours_s, spark_s, ours_rows, spark_rows
+
+    results = {family: pair(family, family, window, family)
+               for family, (_, _, window) in FAMILIES.items()}
     # One row per message: Spark's decode-only baseline, and ours' nearest (a streaming table
     # needs a window): TUMBLING COUNT(1), every message its own row.
-    log(f"{rows:,}: ours one row per message (TUMBLING COUNT(1))")
-    ours_s, name = ours(spark, table, PER_MESSAGE)
-    ours_rows = spark.table(name).count()
-    log(f"  ours {ours_s:.1f} s, {ours_rows:,} rows out")
-    drop_streaming_table(spark, name)
-    spark_s = spark_rows = None
-    if not skip_spark:
-        log(f"{rows:,}: Spark decode only")
-        spark_s, out = native(spark, bootstrap, topic, work, None)
-        spark_rows = spark.read.format("delta").load(out).count()
-        log(f"  Spark decode only {spark_s:.1f} s, {spark_rows:,} rows out")
-        shutil.rmtree(out, ignore_errors=True)
     results["one row per message: ours TUMBLING COUNT(1) vs Spark decode only "
-            "(from_json -> Delta, no window)"] = (ours_s, spark_s, ours_rows, spark_rows)
+            "(from_json -> Delta, no window)"] = pair(
+        "one row per message (TUMBLING COUNT(1))", PER_MESSAGE, None, "decode only")
     return results
 
 

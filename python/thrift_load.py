@@ -272,8 +272,16 @@ def main(argv: list[str] | None = None) -> int:
                 "statements": len(results), "seconds": round(wall, 1), "latency": summary,
                 "failures": failures, "alive": alive}, indent=1))
         if failures or not alive:
+            text = log.read_text()
+            # Its errors first (a caller may keep only the end of this output), and the whole
+            # log beside the figures, which outlive the run's folder.
+            errors = [line for line in text.splitlines()
+                      if any(word in line for word in ("ERROR", "Error", "Exception in"))]
+            print("server log's errors:\n" + "\n".join(errors[:30]), file=sys.stderr)
+            if args.json:
+                Path(args.json).with_name("server.log").write_text(text)
             print(f"server exit code during the run: {exit_code}; its log ends:\n"
-                  f"{log.read_text()[-3000:]}", file=sys.stderr)
+                  f"{text[-3000:]}", file=sys.stderr)
             for crash in Path(work).glob("hs_err_pid*.log"):  # the JVM's own crash report
                 print(crash.read_text()[:3000], file=sys.stderr)
         return 0 if not failures and alive and len(results) == args.statements else 1

@@ -18,7 +18,10 @@ def test_sixteen_clients_a_thousand_statements(tmp_path):
         [sys.executable, str(LOAD), "--clients", "16", "--statements", "1040",
          "--deadline", "900", "--json", str(figures)],
         capture_output=True, text=True, timeout=1200)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    # On failure: the server log's errors, its end, and the whole log kept beside load.json.
+    errors = result.stderr.find("server log's errors")
+    assert result.returncode == 0, (result.stdout[-2000:] + result.stderr[errors:][:4000]
+                                    + result.stderr[-2000:] + f"\n(log: {tmp_path})")
     summary = json.loads(figures.read_text())
     assert summary["statements"] == 1040 and summary["failures"] == [] and summary["alive"]
     assert set(summary["latency"]) == {"tumbling", "tumbling_plain", "panes", "panes_plain",
