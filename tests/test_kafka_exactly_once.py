@@ -85,12 +85,15 @@ def test_killed_at_random_moments_while_a_producer_writes(spark, kafka, tmp_path
             process = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.DEVNULL,
                                        stderr=open(tmp_path / "driver.log", "a"),
                                        start_new_session=True)
-            if running:  # from a moment its stream runs: mid-batch or between batches
-                _wait_for_a_batch(tmp_path / "warehouse", process, tmp_path / "driver.log")
-            time.sleep(kill_after)
-            assert process.poll() is None, (tmp_path / "driver.log").read_text()[-3000:]
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=30)
+            try:
+                if running:  # from a moment its stream runs: mid-batch or between batches
+                    _wait_for_a_batch(tmp_path / "warehouse", process, tmp_path / "driver.log")
+                time.sleep(kill_after)
+                assert process.poll() is None, (tmp_path / "driver.log").read_text()[-3000:]
+            finally:  # killed whatever happened: a failed wait leaves no driver behind
+                if process.poll() is None:
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=30)
             time.sleep(1)
     finally:
         stop.set()
