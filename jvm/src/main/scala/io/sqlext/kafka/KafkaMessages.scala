@@ -4,7 +4,7 @@ import io.sqlext.expressions.CountedTrue
 import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 import org.apache.spark.sql.execution.datasources.DataSource
 import org.apache.spark.sql.sources.{RelationProvider, StreamSourceProvider}
-import org.apache.spark.sql.functions.{col, from_json, lit}
+import org.apache.spark.sql.functions.{col, from_json}
 import org.apache.spark.sql.sqlext.CatalystColumns
 import org.apache.spark.sql.types._
 import org.apache.spark.util.LongAccumulator
@@ -32,9 +32,15 @@ final case class KafkaMessages(declared: StructType, kafkaOptions: Map[String, S
   def describe: String = s"${KafkaTopic.Name} " + kafkaOptions.collect {
     case (k, v) if Topics(k.toLowerCase(Locale.ROOT)) => s"$k=$v" }.mkString(", ")
 
-  /** The options of Spark's Kafka source for a batch read, and for a stream. */
-  def batchOptions: Map[String, String] = KafkaMessages.forBatch(kafkaOptions)
-  def streamOptions: Map[String, String] = KafkaMessages.forStream(kafkaOptions)
+  /** The options of Spark's Kafka relation for a batch read: every message the table's start
+   *  admits ('latest' means "from when the stream starts": a batch read then reads them all). */
+  def batchOptions: Map[String, String] = withStart(kafkaOptions).filter {
+    case (k, v) => k.toLowerCase(Locale.ROOT) != StartingOffsets ||
+      !StreamOnly(v.trim.toLowerCase(Locale.ROOT)) }
+
+  /** The options of Spark's Kafka stream: no ending offsets (a stream has no end). */
+  def streamOptions: Map[String, String] = withStart(kafkaOptions).filter {
+    case (k, _) => !BatchOnly.contains(k.toLowerCase(Locale.ROOT)) }
 
   /** Spark's Kafka rows (key, value, topic, partition, offset, timestamp, timestampType) as
    *  the table's rows; undecodable messages left out and counted in `counter`. */
@@ -77,8 +83,6 @@ object KafkaMessages {
   val MessageColumns: StructType = StructType(Seq(
     StructField("kafka_key", StringType), StructField("kafka_partition", IntegerType),
     StructField("kafka_offset", LongType), StructField("kafka_timestamp", TimestampType)))
-  val UndecodableColumns: StructType =
-    StructType(StructField("kafka_value", StringType) +: MessageColumns.fields)
   val Formats = Seq("json")
   private val FormatOption = "format"
   private val Topics = Set("subscribe", "subscribepattern", "assign")
@@ -110,16 +114,6 @@ object KafkaMessages {
   private val StartingOffsets = "startingoffsets"
   private val StreamOnly = Set("latest")
   private val BatchOnly = Seq("endingoffsets", "endingtimestamp", "endingoffsetsbytimestamp")
-
-  /** `options` for Spark's batch Kafka relation: every message the table's start admits
-   *  ('latest' means "from when the stream starts": a batch read then reads them all). */
-  private def forBatch(options: Map[String, String]): Map[String, String] = withStart(options).filter {
-    case (k, v) => k.toLowerCase(Locale.ROOT) != StartingOffsets ||
-      !StreamOnly(v.trim.toLowerCase(Locale.ROOT)) }
-
-  /** `options` for Spark's Kafka stream: no ending offsets (a stream has no end). */
-  private def forStream(options: Map[String, String]): Map[String, String] =
-    withStart(options).filter { case (k, _) => !BatchOnly.contains(k.toLowerCase(Locale.ROOT)) }
 
   private def withStart(options: Map[String, String]): Map[String, String] =
     if (options.keys.exists(k => k.toLowerCase(Locale.ROOT).startsWith("starting"))) options

@@ -39,8 +39,8 @@ class KafkaTopic extends SchemaRelationProvider with StreamSourceProvider {
       schema: Option[StructType], providerName: String, parameters: Map[String, String])
       : Source = {
     val messages = KafkaMessages(declared(schema), parameters)
-    val kafka = KafkaMessages.sparkKafka(sqlContext.sparkSession).createSource(sqlContext, metadataPath, None,
-      KafkaMessages.KafkaProvider, messages.streamOptions)
+    val kafka = KafkaMessages.sparkKafka(sqlContext.sparkSession).createSource(sqlContext,
+      metadataPath, None, KafkaMessages.KafkaProvider, messages.streamOptions)
     DecodedKafkaSource(sqlContext.sparkSession, kafka, messages, metadataPath)
   }
 
