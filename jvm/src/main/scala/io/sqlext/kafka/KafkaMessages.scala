@@ -1,6 +1,6 @@
 package io.sqlext.kafka
 
-import io.sqlext.expressions.CountedTrue
+import io.sqlext.expressions.CountedDecoded
 import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 import org.apache.spark.sql.execution.datasources.DataSource
 import org.apache.spark.sql.sources.{RelationProvider, StreamSourceProvider}
@@ -45,24 +45,28 @@ final case class KafkaMessages(declared: StructType, kafkaOptions: Map[String, S
   /** Spark's Kafka rows (key, value, topic, partition, offset, timestamp, timestampType) as
    *  the table's rows; undecodable messages left out and counted in `counter`. */
   def decode(raw: DataFrame, counter: Option[LongAccumulator]): DataFrame = {
-    val parsed = parse(raw)
-    val decoded = CatalystColumns.of(CountedTrue(CatalystColumns.expression(isDecoded), counter,
+    val counted = CatalystColumns.of(CountedDecoded(CatalystColumns.expression(parsed),
+      parsedFields.fieldIndex(Corrupt), counter,
       "messages were not rows of the Kafka topic table: their value does not decode"))
-    parsed.where(decoded).select(declared.fieldNames.toSeq.map(f => col(s"$Parsed.`$f`")) ++
-      messageColumns: _*)
+    raw.select(col("*"), counted.as(Parsed)).where(col(Parsed).isNotNull)
+      .select(declared.fieldNames.toSeq.map(f => col(s"$Parsed.`$f`")) ++ messageColumns: _*)
   }
 
   /** The messages that do not decode, with their raw value. */
   def undecodable(raw: DataFrame): DataFrame = parse(raw).where(!isDecoded)
     .select(col("value").cast(StringType).as("kafka_value") +: messageColumns: _*)
 
-  private def parse(raw: DataFrame): DataFrame = raw.select(col("*"), from_json(
-    col("value").cast(StringType), StructType(declared.fields :+ StructField(Corrupt, StringType)),
+  /** The value parsed into the declared fields and the corrupt-record field. A message
+   *  decodes when its value is non-null and parses (a NULL value parses to NULL). */
+  private def parsed: Column = from_json(col("value").cast(StringType), parsedFields,
     jsonOptions + ("columnNameOfCorruptRecord" -> Corrupt) + ("mode" -> "PERMISSIVE"))
-    .as(Parsed))
 
-  private def isDecoded: Column =
-    col(Parsed).isNotNull && col(s"$Parsed.$Corrupt").isNull && col("value").isNotNull
+  private def parsedFields: StructType = StructType(declared.fields :+ StructField(Corrupt,
+    StringType))
+
+  private def parse(raw: DataFrame): DataFrame = raw.select(col("*"), parsed.as(Parsed))
+
+  private def isDecoded: Column = col(Parsed).isNotNull && col(s"$Parsed.$Corrupt").isNull
 
   private def messageColumns: Seq[Column] = Seq(
     col("key").cast(StringType).as("kafka_key"),
