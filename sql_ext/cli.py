@@ -36,20 +36,23 @@ def run_examples(args) -> int:
 
 
 def thriftserver(args) -> int:
-    from sql_ext.server import auth
+    from sql_ext.server import auth, tls
     from sql_ext.server.thrift import start_thrift_server, thrift_conf
     from sql_ext.session import session
 
     auth.check_bind(args.host, args.auth, args.insecure_no_auth)
-    conf = {**thrift_conf(args.host, args.port), **auth.server_conf(args.auth, args.password_file)}
+    secure = tls.server_conf(args.tls_cert, args.tls_key)
+    tls.warn_clear_text(args.host, args.auth, bool(secure))
+    conf = {**thrift_conf(args.host, args.port), **auth.server_conf(args.auth, args.password_file),
+            **secure}
     spark = session(warehouse=args.warehouse, app_name="sql-ext-thriftserver",
                     metastore=args.metastore, conf=conf, master=args.master)
     if args.auth == "password":
         auth.install(spark, args.password_file)
     _load_udafs(args.udafs)
     start_thrift_server(spark, args.host, args.port)
-    print(f"sql-ext Thrift server on jdbc:hive2://{args.host}:{args.port}/default "
-          "(Ctrl-C to stop)", flush=True)
+    print(f"sql-ext Thrift server on jdbc:hive2://{args.host}:{args.port}/default"
+          f"{';ssl=true' if secure else ''} (Ctrl-C to stop)", flush=True)
     if args.resume:
         from sql_ext.streaming import resume
 
@@ -239,6 +242,10 @@ def main(argv=None) -> int:
                         help="none (the default, loopback only) or password (--password-file)")
     server.add_argument("--password-file", default=None,
                         help="users and salted password hashes (sql-ext passwd FILE USER)")
+    server.add_argument("--tls-cert", default=None, metavar="FILE",
+                        help="TLS: the server's certificate (PEM; issuers may follow it)")
+    server.add_argument("--tls-key", default=None, metavar="FILE",
+                        help="TLS: the certificate's private key (PEM, unencrypted)")
     server.set_defaults(run=thriftserver)
     connect = commands.add_parser(
         "connect-server", help="start the Spark Connect server (sc://host:port)",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 
-from pyspark import InheritableThread
+from pyspark import InheritableThread, StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
@@ -23,6 +23,10 @@ from sql_ext.streaming.sink import (STREAM_SETTINGS, DeltaSink, LateRowsSink, cr
                                    sinks_of)
 
 log = logging.getLogger("sql_ext")
+
+# How a micro-batch's computed rows are kept until they are written: serialized (an UnsafeRow is
+# its bytes), not as millions of row objects on the heap; on disk when memory is short.
+CHECKPOINTED_ROWS = StorageLevel.MEMORY_AND_DISK  # (PySpark's: serialized)
 
 
 class Background:
@@ -90,7 +94,7 @@ def start(spark: SparkSession, entry: Entry, plan: StreamPlan,
         rows = batch.sparkSession.sql(plan.outer_sql).observe(
             figures, F.count(F.lit(1)).alias("written"),
             (F.coalesce(F.max(INDEX_COLUMN), F.lit(0)) > 0 if plan.refires else F.lit(False))
-            .alias("upsert")).localCheckpoint(eager=True)
+            .alias("upsert")).localCheckpoint(eager=True, storageLevel=CHECKPOINTED_ROWS)
         observed = figures.get
         rows = rows.drop(INDEX_COLUMN) if plan.refires else rows
         return rows, observed["upsert"], observed["written"]

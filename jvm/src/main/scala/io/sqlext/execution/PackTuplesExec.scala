@@ -7,6 +7,7 @@ import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.types.UTF8String
 
 import scala.collection.mutable
 
@@ -54,11 +55,14 @@ object PackTuplesExec {
     private var held = 0L
 
     // One integral key column (the common case) finds its pack by its long value in a map of
-    // primitive longs, without projecting, boxing or hashing a key row per tuple; other keys
-    // by their key row.
+    // primitive longs, and one string key column (a Kafka message key, a name) by its string,
+    // without projecting a key row per tuple; other keys by their key row.
     private val integralKey: Int =
       if (keys.length == 1 && isIntegral(keyTypes(0))) input.indexOf(keys.head) else -1
+    private val stringKey: Int =
+      if (keys.length == 1 && keyTypes(0) == StringType) input.indexOf(keys.head) else -1
     private val byLong = new PacksByLong
+    private val byString = new java.util.HashMap[UTF8String, Writer]()
     private var nullKey: Writer = _
     private val keyOf = UnsafeProjection.create(keys, input)
     private val byRow = new java.util.HashMap[UnsafeRow, Writer]()
@@ -79,9 +83,13 @@ object PackTuplesExec {
       if (pack == null) {
         pack = new Writer(layout, keyOf(row).copy(), restOf)
         held += PackBytes
-        if (integralKey < 0) byRow.put(pack.key, pack)
-        else if (row.isNullAt(integralKey)) nullKey = pack
-        else byLong.put(integralValue(row, integralKey, keyTypes(0)), pack)
+        if (integralKey >= 0) {
+          if (row.isNullAt(integralKey)) nullKey = pack
+          else byLong.put(integralValue(row, integralKey, keyTypes(0)), pack)
+        } else if (stringKey >= 0) {
+          if (row.isNullAt(stringKey)) nullKey = pack
+          else byString.put(row.getUTF8String(stringKey).clone(), pack) // the row's buffer is reused
+        } else byRow.put(pack.key, pack)
       }
       val size = pack.add(row)
       held += size
@@ -92,15 +100,20 @@ object PackTuplesExec {
 
     /** The key's open pack, or null. */
     private def packOf(row: InternalRow): Writer =
-      if (integralKey < 0) byRow.get(keyOf(row))
-      else if (row.isNullAt(integralKey)) nullKey
-      else byLong.get(integralValue(row, integralKey, keyTypes(0)))
+      if (integralKey >= 0) {
+        if (row.isNullAt(integralKey)) nullKey
+        else byLong.get(integralValue(row, integralKey, keyTypes(0)))
+      } else if (stringKey >= 0) {
+        if (row.isNullAt(stringKey)) nullKey else byString.get(row.getUTF8String(stringKey))
+      } else byRow.get(keyOf(row))
 
     private def flushAll(): Unit = {
       byLong.foreach(flush)
       Option(nullKey).foreach(flush)
+      byString.values().forEach(pack => flush(pack))
       byRow.values().forEach(pack => flush(pack))
       byLong.clear()
+      byString.clear()
       nullKey = null
       byRow.clear()
       held = 0L
