@@ -36,7 +36,7 @@ def run_examples(args) -> int:
 
 
 def thriftserver(args) -> int:
-    from sql_ext.server import auth, tls
+    from sql_ext.server import auth, monitoring, tls
     from sql_ext.server.thrift import start_thrift_server, thrift_conf
     from sql_ext.session import session
 
@@ -44,7 +44,7 @@ def thriftserver(args) -> int:
     secure = tls.server_conf(args.tls_cert, args.tls_key)
     tls.warn_clear_text(args.host, args.auth, bool(secure))
     conf = {**thrift_conf(args.host, args.port), **auth.server_conf(args.auth, args.password_file),
-            **secure}
+            **secure, **monitoring.ui_conf(args.host, args.ui_port)}
     spark = session(warehouse=args.warehouse, app_name="sql-ext-thriftserver",
                     metastore=args.metastore, conf=conf, master=args.master)
     if args.auth == "password":
@@ -53,6 +53,7 @@ def thriftserver(args) -> int:
     start_thrift_server(spark, args.host, args.port)
     print(f"sql-ext Thrift server on jdbc:hive2://{args.host}:{args.port}/default"
           f"{';ssl=true' if secure else ''} (Ctrl-C to stop)", flush=True)
+    _print_ui(spark)
     if args.resume:
         from sql_ext.streaming import resume
 
@@ -62,8 +63,15 @@ def thriftserver(args) -> int:
     return _serve(spark, "sql-ext Thrift server")
 
 
+def _print_ui(spark) -> None:
+    url = spark.sparkContext.uiWebUrl
+    if url:
+        print(f"Spark UI on {url} (Structured Streaming: streaming tables by name; Prometheus "
+              f"metrics: {url}/metrics/prometheus/)", flush=True)
+
+
 def connect_server(args) -> int:
-    from sql_ext.server import auth
+    from sql_ext.server import auth, monitoring
     from sql_ext.server.connect import TOKEN_ENV, connect_conf, start_connect_server, token_of
     from sql_ext.session import session
 
@@ -72,7 +80,8 @@ def connect_server(args) -> int:
     token = token_of(args.token_file) if args.auth == "token" else None
     spark = session(warehouse=args.warehouse, app_name="sql-ext-connect-server",
                     metastore=args.metastore, master=args.master,
-                    conf=connect_conf(args.host, args.port, token))
+                    conf={**connect_conf(args.host, args.port, token),
+                          **monitoring.ui_conf(args.host, args.ui_port)})
     _load_udafs(args.udafs)
     if args.resume:
         from sql_ext.streaming import resume
@@ -85,6 +94,7 @@ def connect_server(args) -> int:
     given = args.token_file or os.environ.get(TOKEN_ENV)
     shown = f"/;token={token}" if token and not given else ("/;token=<your token>" if token else "")
     print(f"sql-ext Spark Connect server on {address}{shown} (Ctrl-C to stop)", flush=True)
+    _print_ui(spark)
     return _serve(spark, "sql-ext Spark Connect server")
 
 
@@ -224,6 +234,9 @@ def _server_options(command, port: int, udaf_users: str) -> None:
                          help="allow --auth none on an address other machines can reach")
     command.add_argument("--udafs", default=None, metavar="MODULE[,MODULE]",
                          help=f"modules of @sql_ext.udaf functions for {udaf_users}")
+    command.add_argument("--ui-port", type=int, default=None, metavar="PORT",
+                         help="serve Spark's UI (streaming tables by name) and Prometheus "
+                              "metrics (/metrics/prometheus/) on this port")
 
 
 def main(argv=None) -> int:

@@ -72,7 +72,10 @@ def _property_pairs(properties: dict[str, str]) -> str:
 # Checkpoint files on a local disk are written without Hadoop's forks of `chmod` (30-40 ms a
 # file, several files a micro-batch; io.sqlext.streaming.LocalCheckpointFiles); other file
 # systems keep Spark's own manager.
+# Every stream reports its metrics (input and processing rates, latency, state rows, watermark)
+# under its query name, the table's name, to Spark's metrics system (sql_ext.server.monitoring).
 STREAM_SETTINGS = {
+    "spark.sql.streaming.metricsEnabled": "true",
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
     "spark.sql.streaming.checkpointFileManagerClass": "io.sqlext.streaming.LocalCheckpointFiles",
 }
