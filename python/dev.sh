@@ -100,10 +100,10 @@ case "${1:-}" in
     # through Spark's own administrator settings, which every driver and executor reads.
     export SPARK_CONF_DIR="$ROOT/.cache/test-spark-conf"
     mkdir -p "$SPARK_CONF_DIR"
-    printf '%s\n' "spark.driver.defaultJavaOptions -XX:TieredStopAtLevel=1" \
-      "spark.executor.defaultJavaOptions -XX:TieredStopAtLevel=1" \
+    printf '%s\n' "spark.driver.defaultJavaOptions -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m" \
+      "spark.executor.defaultJavaOptions -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m" \
       > "$SPARK_CONF_DIR/spark-defaults.conf"
-    export SPARK_DAEMON_JAVA_OPTS="-XX:TieredStopAtLevel=1"  # a standalone master and workers
+    export SPARK_DAEMON_JAVA_OPTS="-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"  # a standalone master and workers
     exec "$PY" -m pytest -n "${SQL_EXT_TEST_WORKERS:-2}" --dist worksteal "$@" ;;
   wheel) wheel ;;
   bench) setup; shift; exec "$PY" python/bench.py "$@" ;;

@@ -264,3 +264,32 @@ def test_across_partitions_order_by_orders_each_micro_batch(spark, kafka):
     assert stream_status(spark, name)["out_of_order_rows"] == 1
     assert max(_rows(spark.table(name))) == (12, (3, 60, 61, 62, 63))
     spark.sql(f"DROP TABLE {name}")
+
+
+def test_a_topic_table_under_a_qualified_quoted_name(spark, kafka):
+    """A topic table in a schema of its own under a qualified, quoted name, read in batch, by
+    kafka_undecodable and by a streaming table in another schema. (The Hive metastore allows
+    only letters, digits and _ in schema and table names.)"""
+    topic = _topic(kafka)
+    sent = produce(kafka, topic, [_reading(i) for i in range(20)] + [("a", BAD[0])],
+                   PARTITION_OF)
+    spark.sql("CREATE DATABASE IF NOT EXISTS kafka_in")
+    spark.sql("CREATE DATABASE IF NOT EXISTS lane_totals")
+    table = "`kafka_in`.`Topic_Table`"
+    spark.sql(f"DROP TABLE IF EXISTS {table}")
+    spark.sql(f"CREATE TABLE {table} ({COLUMNS}) USING kafka OPTIONS ('kafka.bootstrap.servers'"
+              f" = '{kafka}', 'subscribe' = '{topic}', 'format' = 'json')")
+    assert sorted(r.id for r in spark.table(table).collect()) == list(range(20))
+    assert [r.kafka_value for r in spark.sql(
+        f"SELECT kafka_value FROM kafka_undecodable('{table}')").collect()] == [BAD[0]]
+    query = (f"SELECT k, WINDOW_ID() AS w, COUNT(*) AS n, SUM(v) AS total FROM {{source}} "
+             f"WINDOW TUMBLING COUNT(3) OVER (PARTITION BY k)")
+    out = "lane_totals.`by_key`"
+    spark.sql(f"CREATE STREAMING TABLE {out} TRIGGER AVAILABLE NOW AS "
+              + query.format(source=f"STREAM({table})"))
+    assert _rows(spark.table(out)) == _rows(spark.sql(query.format(source=table)))
+    assert len(_rows(spark.table(out))) == sum(
+        n // 3 for n in map([m.key for m in sent if _decoded(m)].count, "abcd"))
+    assert stream_status(spark, out)["undecodable_messages"] == 1
+    spark.sql(f"DROP TABLE {out}")
+    spark.sql(f"DROP TABLE {table}")

@@ -18,15 +18,17 @@ import sys
 import tempfile
 from pathlib import Path
 
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.serialization import pkcs12
+
+from sql_ext.server.auth import is_loopback
+
 
 def keystore(cert_file: str, key_file: str) -> tuple[str, str]:
     """A PKCS#12 keystore of the key and its certificate chain (the first certificate of
     `cert_file` is the server's, any others its issuers), in a folder only this user reads,
     removed at exit: (path, password). Errors name the file and what is wrong with it."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.serialization import pkcs12
-
     chain = _read(cert_file, "--tls-cert")
     try:
         certificates = x509.load_pem_x509_certificates(chain)
@@ -71,8 +73,6 @@ def server_conf(cert_file: str | None, key_file: str | None) -> dict[str, str]:
 
 def warn_clear_text(host: str, auth: str, tls: bool) -> None:
     """Passwords travel in clear text beyond this machine without TLS: say so."""
-    from sql_ext.server.auth import is_loopback
-
     if auth == "password" and not tls and not is_loopback(host):
         print(f"sql-ext thriftserver: WARNING: listening on {host} with password sign-in but "
               "without TLS: passwords and data cross the network in clear text; add "
