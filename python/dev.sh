@@ -98,12 +98,15 @@ case "${1:-}" in
     # up with less CPU than C2 takes to compile for the long run (a stream driver 33.5 s ->
     # 27.3 s on 2 cores). The workers' shared sessions keep C2 (tests/conftest.py). Set
     # through Spark's own administrator settings, which every driver and executor reads.
+    # C1 alone also shrinks the JIT's code cache from 240 MB to 48 MB, which a Thrift server's
+    # generated code filled under the load test ("Out of space in CodeCache"; Spark then stopped
+    # its context): the cache keeps its usual size.
+    jvm_options="-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
     export SPARK_CONF_DIR="$ROOT/.cache/test-spark-conf"
     mkdir -p "$SPARK_CONF_DIR"
-    printf '%s\n' "spark.driver.defaultJavaOptions -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m" \
-      "spark.executor.defaultJavaOptions -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m" \
-      > "$SPARK_CONF_DIR/spark-defaults.conf"
-    export SPARK_DAEMON_JAVA_OPTS="-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"  # a standalone master and workers
+    printf '%s\n' "spark.driver.defaultJavaOptions $jvm_options" \
+      "spark.executor.defaultJavaOptions $jvm_options" > "$SPARK_CONF_DIR/spark-defaults.conf"
+    export SPARK_DAEMON_JAVA_OPTS="$jvm_options"  # a standalone master and workers
     exec "$PY" -m pytest -n "${SQL_EXT_TEST_WORKERS:-2}" --dist worksteal "$@" ;;
   wheel) wheel ;;
   bench) setup; shift; exec "$PY" python/bench.py "$@" ;;

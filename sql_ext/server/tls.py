@@ -42,7 +42,7 @@ def keystore(cert_file: str, key_file: str) -> tuple[str, str]:
                          f"private key (-----BEGIN PRIVATE KEY-----, RSA or EC): {error}") \
             from None
     server = certificates[0]
-    if server.public_key().public_numbers() != key.public_key().public_numbers():
+    if _spki(server.public_key()) != _spki(key.public_key()):
         raise SystemExit(f"sql-ext thriftserver: the key in {key_file} is not the key of the "
                          f"certificate in {cert_file} (its first certificate)")
     password = secrets.token_urlsafe(24)
@@ -84,3 +84,9 @@ def _read(path: str, option: str) -> bytes:
         return Path(path).read_bytes()
     except OSError as error:
         raise SystemExit(f"sql-ext thriftserver {option} {path}: {error.strerror}") from None
+
+
+def _spki(public_key) -> bytes:
+    """A public key's DER SubjectPublicKeyInfo: comparable whatever the key's algorithm."""
+    return public_key.public_bytes(serialization.Encoding.DER,
+                                   serialization.PublicFormat.SubjectPublicKeyInfo)

@@ -61,8 +61,9 @@ object PackTuplesExec {
       if (keys.length == 1 && isIntegral(keyTypes(0))) input.indexOf(keys.head) else -1
     private val stringKey: Int =
       if (keys.length == 1 && keyTypes(0) == StringType) input.indexOf(keys.head) else -1
+    private val singleKey: Int = math.max(integralKey, stringKey) // -1: the key-row path
     private val byLong = new PacksByLong
-    private val byString = new java.util.HashMap[UTF8String, Writer]()
+    private val byString = new java.util.HashMap[UTF8String, Writer]() // keys copied: rows reuse their buffers
     private var nullKey: Writer = _
     private val keyOf = UnsafeProjection.create(keys, input)
     private val byRow = new java.util.HashMap[UnsafeRow, Writer]()
@@ -83,13 +84,10 @@ object PackTuplesExec {
       if (pack == null) {
         pack = new Writer(layout, keyOf(row).copy(), restOf)
         held += PackBytes
-        if (integralKey >= 0) {
-          if (row.isNullAt(integralKey)) nullKey = pack
-          else byLong.put(integralValue(row, integralKey, keyTypes(0)), pack)
-        } else if (stringKey >= 0) {
-          if (row.isNullAt(stringKey)) nullKey = pack
-          else byString.put(row.getUTF8String(stringKey).clone(), pack) // the row's buffer is reused
-        } else byRow.put(pack.key, pack)
+        if (singleKey >= 0 && row.isNullAt(singleKey)) nullKey = pack
+        else if (integralKey >= 0) byLong.put(integralValue(row, integralKey, keyTypes(0)), pack)
+        else if (stringKey >= 0) byString.put(row.getUTF8String(stringKey).clone(), pack)
+        else byRow.put(pack.key, pack)
       }
       val size = pack.add(row)
       held += size
@@ -100,12 +98,10 @@ object PackTuplesExec {
 
     /** The key's open pack, or null. */
     private def packOf(row: InternalRow): Writer =
-      if (integralKey >= 0) {
-        if (row.isNullAt(integralKey)) nullKey
-        else byLong.get(integralValue(row, integralKey, keyTypes(0)))
-      } else if (stringKey >= 0) {
-        if (row.isNullAt(stringKey)) nullKey else byString.get(row.getUTF8String(stringKey))
-      } else byRow.get(keyOf(row))
+      if (singleKey >= 0 && row.isNullAt(singleKey)) nullKey
+      else if (integralKey >= 0) byLong.get(integralValue(row, integralKey, keyTypes(0)))
+      else if (stringKey >= 0) byString.get(row.getUTF8String(stringKey))
+      else byRow.get(keyOf(row))
 
     private def flushAll(): Unit = {
       byLong.foreach(flush)

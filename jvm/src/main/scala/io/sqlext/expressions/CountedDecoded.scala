@@ -1,7 +1,5 @@
 package io.sqlext.expressions
 
-import org.apache.spark.TaskContext
-import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Expression, UnaryExpression}
 import org.apache.spark.sql.catalyst.expressions.codegen.{CodegenContext, CodeGenerator, ExprCode}
@@ -23,22 +21,17 @@ import org.apache.spark.util.LongAccumulator
  */
 case class CountedDecoded(child: Expression, corruptOrdinal: Int,
     counter: Option[LongAccumulator], what: String)
-    extends UnaryExpression with Logging {
+    extends UnaryExpression {
 
   override def dataType: DataType = child.dataType
   override def nullable: Boolean = true
   override lazy val deterministic: Boolean = false
 
-  @transient private var rejected = 0L
+  @transient private lazy val rejections = new TaskRejections(n => s"sql_ext: $n $what")
 
   /** Counts one message that did not decode (called by the generated code too). */
   def reject(): Unit = {
-    if (rejected == 0L) {
-      Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit] { _ =>
-        logWarning(s"sql_ext: $rejected $what")
-      })
-    }
-    rejected += 1
+    rejections.add()
     counter.foreach(_.add(1))
   }
 

@@ -1,7 +1,5 @@
 package io.sqlext.expressions
 
-import org.apache.spark.TaskContext
-import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Expression, Predicate, UnaryExpression}
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
@@ -12,20 +10,16 @@ import org.apache.spark.sql.execution.metric.SQLMetric
  * rows that cannot be windowed are filtered out of a generated plan but never silently lost.
  */
 case class CountedNotNull(child: Expression, metric: SQLMetric, what: String)
-    extends UnaryExpression with Predicate with CodegenFallback with Logging {
+    extends UnaryExpression with Predicate with CodegenFallback {
 
   override def nullable: Boolean = false
 
-  @transient private var rejected = 0L
+  @transient private lazy val rejections =
+    new TaskRejections(n => s"sql_ext: $n rows were not windowed: $what is NULL")
 
   override def eval(input: InternalRow): Any = {
     if (child.eval(input) != null) return true
-    if (rejected == 0L) {
-      Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit] { _ =>
-        logWarning(s"sql_ext: $rejected rows were not windowed: $what is NULL")
-      })
-    }
-    rejected += 1
+    rejections.add()
     metric.add(1)
     false
   }
