@@ -36,7 +36,7 @@ def run_examples(args) -> int:
 
 
 def thriftserver(args) -> int:
-    from sql_ext.server import auth, monitoring, tls
+    from sql_ext.server import auth, monitoring, sharing, tls
     from sql_ext.server.thrift import start_thrift_server, thrift_conf
     from sql_ext.session import session
 
@@ -44,7 +44,8 @@ def thriftserver(args) -> int:
     secure = tls.server_conf(args.tls_cert, args.tls_key)
     tls.warn_clear_text(args.host, args.auth, bool(secure))
     conf = {**thrift_conf(args.host, args.port), **auth.server_conf(args.auth, args.password_file),
-            **secure, **monitoring.ui_conf(args.host, args.ui_port)}
+            **secure, **monitoring.ui_conf(args.host, args.ui_port),
+            **sharing.server_conf(args.query_timeout, args.scheduler)}
     spark = session(warehouse=args.warehouse, app_name="sql-ext-thriftserver",
                     metastore=args.metastore, conf=conf, master=args.master)
     if args.auth == "password":
@@ -71,7 +72,7 @@ def _print_ui(spark) -> None:
 
 
 def connect_server(args) -> int:
-    from sql_ext.server import auth, monitoring
+    from sql_ext.server import auth, monitoring, sharing
     from sql_ext.server.connect import TOKEN_ENV, connect_conf, start_connect_server, token_of
     from sql_ext.session import session
 
@@ -81,7 +82,8 @@ def connect_server(args) -> int:
     spark = session(warehouse=args.warehouse, app_name="sql-ext-connect-server",
                     metastore=args.metastore, master=args.master,
                     conf={**connect_conf(args.host, args.port, token),
-                          **monitoring.ui_conf(args.host, args.ui_port)})
+                          **monitoring.ui_conf(args.host, args.ui_port),
+                          **sharing.server_conf(None)})
     _load_udafs(args.udafs)
     if args.resume:
         from sql_ext.streaming import resume
@@ -259,6 +261,12 @@ def main(argv=None) -> int:
                         help="TLS: the server's certificate (PEM; issuers may follow it)")
     server.add_argument("--tls-key", default=None, metavar="FILE",
                         help="TLS: the certificate's private key (PEM, unencrypted)")
+    server.add_argument("--query-timeout", type=float, default=None, metavar="SECONDS",
+                        help="cancel any statement running longer (a session may SET "
+                             "spark.sql.thriftServer.queryTimeout lower; default: no limit)")
+    server.add_argument("--scheduler", choices=("fair", "fifo"), default="fair",
+                        help="fair (the default): every statement's jobs share the cores; "
+                             "fifo: Spark's default, a statement's jobs wait for earlier ones")
     server.set_defaults(run=thriftserver)
     connect = commands.add_parser(
         "connect-server", help="start the Spark Connect server (sc://host:port)",

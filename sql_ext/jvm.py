@@ -28,6 +28,7 @@ DELTA_BATCH_APPEND = "io.sqlext.streaming.delta.DeltaBatchAppend"
 STREAM_CATALOG = "io.sqlext.streaming.catalog.StreamCatalog"
 STREAM_PROGRESS = "io.sqlext.streaming.catalog.StreamProgress"
 RUNNING_STREAMS = "io.sqlext.streaming.catalog.RunningStreams"
+AWAITED_STREAMS = "io.sqlext.commands.AwaitedStreams"
 PROCESS_FUNCTIONS = "io.sqlext.analysis.ProcessFunctions"
 WINDOW_METRICS = "io.sqlext.execution.WindowMetrics"
 SCALA_OBJECTS = (REWRITER_REGISTRY, PARTIAL_AGGREGATES, STREAMING_WINDOWS, LATE_ROW_FILES,
@@ -352,6 +353,18 @@ def run_started(spark: SparkSession, db: str, table: str, stream_id: str,
     failure is recorded in the catalog)."""
     _object(spark, RUNNING_STREAMS).started(_session(spark), db, table, stream_id, location,
                                             query._jsq)
+
+
+def stop_between_batches(spark: SparkSession, query, timeout: float) -> None:
+    """Stops `query` (a pyspark StreamingQuery) between two micro-batches when the one in
+    flight ends within `timeout` seconds, else in the middle of it."""
+    _object(spark, RUNNING_STREAMS).stopBetweenBatches(query._jsq, int(timeout * 1000))
+
+
+def hand_over_stream(spark: SparkSession, query) -> str:
+    """Hands `query` to the streaming statement that waits for it in the JVM (a cancel of the
+    statement stops it); the token the statement's answer names."""
+    return _object(spark, AWAITED_STREAMS).handOver(query._jsq)
 
 
 def latest_run(spark: SparkSession, db: str, table: str) -> dict | None:

@@ -265,6 +265,11 @@ def stop_stream(spark: SparkSession, name: str) -> None:
 
 def refresh_streaming_table(spark: SparkSession, name: str) -> None:
     """REFRESH STREAMING TABLE: one AVAILABLE NOW pass from the checkpoint, then returns."""
+    start_refresh(spark, name).awaitTermination()
+
+
+def start_refresh(spark: SparkSession, name: str) -> StreamingQuery:
+    """Starts REFRESH STREAMING TABLE's pass; its query, which ends when the pass is written."""
     with managing(_key(spark, name)):
         entry = named_entry(spark, name, "REFRESH STREAMING TABLE")
         if runs.running(spark, entry) is not None:
@@ -274,7 +279,7 @@ def refresh_streaming_table(spark: SparkSession, name: str) -> None:
         definition = entry.definition
         plan = plan_stream(own, entry.name, definition.query, AVAILABLE_NOW,
                            definition.checkpoint)
-        runner.start(own, entry, plan, AVAILABLE_NOW).awaitTermination()
+        return runner.start(own, entry, plan, AVAILABLE_NOW)
 
 
 def drop_streaming_table(spark: SparkSession, name: str, if_exists: bool = False) -> None:

@@ -7,7 +7,6 @@ between two micro-batches.
 from __future__ import annotations
 
 import logging
-import time
 
 from pyspark import InheritableThread, StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -173,8 +172,5 @@ def stop(spark: SparkSession, entry: Entry, timeout: float = 3.0) -> bool:
     run = runs.running_on_table(spark, entry)
     if run is None:
         return False
-    deadline = time.monotonic() + timeout
-    while run.query.status.get("isTriggerActive") and time.monotonic() < deadline:
-        time.sleep(0.05)
-    run.query.stop()
+    jvm.stop_between_batches(spark, run.query, timeout)
     return True

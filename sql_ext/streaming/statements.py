@@ -1,13 +1,17 @@
 """Runs the streaming statements of spec/sql.md section 5 (recognised and validated by
 sql_ext.sql.statements) with the session of the client that sent them: TRIGGER AVAILABLE NOW
-(the default) and REFRESH process what the source holds and return when it is written;
-TRIGGER EVERY d returns once the stream runs."""
+(the default) and REFRESH process what the source holds and return when it is written (the
+statement waits for that pass in the JVM, where a cancel or a timeout of the statement stops
+it); TRIGGER EVERY d returns once the stream runs."""
 
 from __future__ import annotations
 
 import json
 
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from sql_ext import jvm
 
 from sql_ext.sql.dialect import (CreateStreamingTable, DropStreamingTable, RefreshStreamingTable,
                                  ShowStreams, StopStream)
@@ -18,25 +22,29 @@ from sql_ext.streaming import lifecycle, status
 from sql_ext.streaming.runs import short_error
 
 
-def execute(sql: str, spark: SparkSession) -> list[list]:
-    """Runs one streaming statement on `spark`; the rows it returns (SHOW STREAMS)."""
+def execute(sql: str, spark: SparkSession) -> tuple[list[list], StreamingQuery | None]:
+    """Runs one streaming statement on `spark`: the rows it returns (SHOW STREAMS), and the
+    stream of a pass the statement ends with (AVAILABLE NOW, REFRESH), still running."""
     statement = statement_of(sql)
     if isinstance(statement, ShowStreams):
         return [[stream[column] for column in status.STREAM_COLUMNS]
-                for stream in status.show_streams(spark)]
+                for stream in status.show_streams(spark)], None
     name = statement.this.sql(dialect="spark")
     if isinstance(statement, StopStream):
         lifecycle.stop_stream(spark, name)
     elif isinstance(statement, RefreshStreamingTable):
-        lifecycle.refresh_streaming_table(spark, name)
+        return [], lifecycle.start_refresh(spark, name)
     elif isinstance(statement, DropStreamingTable):
         lifecycle.drop_streaming_table(spark, name, if_exists=bool(statement.args.get("exists")))
     else:
-        _create(statement, sql, spark)
-    return []
+        return [], _create(statement, sql, spark)
+    return [], None
 
 
-def _create(statement: CreateStreamingTable, sql: str, spark: SparkSession) -> None:
+def _create(statement: CreateStreamingTable, sql: str, spark: SparkSession
+            ) -> StreamingQuery | None:
+    """CREATE [OR REPLACE] / ALTER STREAMING TABLE; the stream when it runs one pass (AVAILABLE
+    NOW), None when it runs on (TRIGGER EVERY)."""
     location = statement.args.get("location")
     checkpoint = statement.args.get("checkpoint")
     trigger = statement.args.get("trigger")
@@ -52,14 +60,18 @@ def _create(statement: CreateStreamingTable, sql: str, spark: SparkSession) -> N
     else:
         query = lifecycle.create_streaming_table(spark, name, query_text, **options,
                                                  replace=bool(statement.args.get("replace")))
-    if trigger is None:
-        query.awaitTermination()
+    return query if trigger is None else None
 
 
 def answer_execute(sql: str, spark: SparkSession) -> str:
-    """The JVM-facing answer of `execute`: {"rows": [...]} or {"error": "..."}."""
+    """The JVM-facing answer of `execute`: {"rows": [...]}, with "await": a token of the stream
+    the statement waits for (io.sqlext.commands.AwaitedStreams), or {"error": "..."}."""
     try:
-        return json.dumps({"rows": execute(sql, spark)}, default=str)
+        rows, pass_ = execute(sql, spark)
+        answer = {"rows": rows}
+        if pass_ is not None:
+            answer["await"] = jvm.hand_over_stream(spark, pass_)
+        return json.dumps(answer, default=str)
     except WindowSqlError as error:
         return json.dumps({"error": str(error)})
     except Exception as error:  # noqa: BLE001 - reported to the client, never crashes a server

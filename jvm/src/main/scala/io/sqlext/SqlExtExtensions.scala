@@ -1,7 +1,7 @@
 package io.sqlext
 
 import io.sqlext.analysis.{KafkaTables, PipelineWindowFunction, ProcessFunctions,
-  ResolvePipelineWindows, WindowTableFunction}
+  ResolvePipelineWindows, TimeoutCeiling, WindowTableFunction}
 import io.sqlext.kafka.KafkaUndecodable
 import io.sqlext.execution.WindowStrategy
 import io.sqlext.expressions.ArrivalSequence
@@ -28,6 +28,8 @@ class SqlExtExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectTableFunction(KafkaUndecodable.registration)
     // Analysis: window_state('<streaming table>') reads a stream's window state (spec 8).
     extensions.injectTableFunction(WindowState.registration)
+    // Analysis: a server's statement timeout is a ceiling that a session's SET cannot raise.
+    extensions.injectCheckRule(session => TimeoutCeiling(session))
     // Analysis: sql_ext_arrival() and sql_ext_arrival_file(), a row's place in source order.
     ArrivalSequence.registrations.foreach(extensions.injectFunction)
     // Analysis: Python UDAFs shared later reach every session made after (JDBC connections).

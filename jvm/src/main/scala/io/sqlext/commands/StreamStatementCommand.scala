@@ -13,7 +13,9 @@ import org.json4s.jackson.JsonMethods
 /**
  * A streaming statement of sql.md section 5 (CREATE, SHOW, STOP, REFRESH, DROP). Streams are
  * run by the Python side (foreachBatch and the Delta MERGE live there), so running the command
- * hands the statement and the client's own session back to the rewriter.
+ * hands the statement and the client's own session back to the rewriter. A statement that
+ * returns when its stream's pass ends (TRIGGER AVAILABLE NOW, REFRESH) waits for it here, in
+ * its own thread, where a cancel or a timeout reaches it (AwaitedStreams).
  */
 case class StreamStatementCommand(kind: String, sqlText: String) extends LeafRunnableCommand {
 
@@ -23,7 +25,13 @@ case class StreamStatementCommand(kind: String, sqlText: String) extends LeafRun
     else Nil
 
   override def run(session: SparkSession): Seq[Row] = {
+    CancelledStatements.watch(session.sparkContext)  // before this statement can be cancelled
     val answer = JsonMethods.parse(SqlRewriterRegistry.execute(sqlText, session))
+    answer \ "await" match {
+      case JString(token) => AwaitedStreams.await(token, session,
+        if (kind == "REFRESH") "REFRESH STREAMING TABLE" else "CREATE STREAMING TABLE")
+      case _ =>
+    }
     (answer \ "error", answer \ "rows") match {
       case (JString(message), _) => throw SqlExtErrors.analysis(message)
       case (_, JArray(rows)) => rows.map {

@@ -2,8 +2,11 @@ package io.sqlext
 
 /**
  * Logical commands the parser returns: `StreamStatementCommand`, a streaming statement (CREATE,
- * SHOW, STOP, REFRESH, DROP) that hands its text back to the Python rewriter when it runs.
+ * SHOW, STOP, REFRESH, DROP) that hands its text back to the Python rewriter when it runs, and
+ * waits for the stream of one that returns when its pass ends (`AwaitedStreams`), stopping it
+ * when the statement is cancelled or times out (`CancelledStatements`).
  *
- * May import: `parser` (the rewriter's registry), `SqlExtErrors` and Spark.
+ * May import: `parser` (the rewriter's registry), `streaming.catalog` (the registry of runs and
+ * its short errors), `SqlExtErrors` and Spark.
  */
 package object commands

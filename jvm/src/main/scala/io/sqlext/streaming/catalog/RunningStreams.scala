@@ -104,6 +104,19 @@ object RunningStreams {
     }
   }
 
+  /** How long a stop waits for the micro-batch in flight to end (sql_ext.streaming.runner). */
+  val StopWaitMillis = 3000L
+
+  /** Stops `query` between two micro-batches when one ends within `waitMillis`; else in the
+   *  middle of one, which the next start then redoes (its Delta commit is exactly-once). */
+  def stopBetweenBatches(query: StreamingQuery, waitMillis: Long): Unit = {
+    val deadline = System.nanoTime() + waitMillis * 1000000L
+    while (query.isActive && query.status.isTriggerActive && System.nanoTime() < deadline) {
+      Thread.sleep(50)
+    }
+    query.stop()
+  }
+
   /** DROP TABLE of a streaming table, from any session: its stream stops before the drop. */
   private object DropStopsStream extends ExternalCatalogEventListener {
     override def onEvent(event: ExternalCatalogEvent): Unit = event match {

@@ -1,0 +1,62 @@
+package io.sqlext.commands
+
+import java.util.UUID
+import java.util.concurrent.ConcurrentHashMap
+
+import io.sqlext.SqlExtErrors
+import io.sqlext.streaming.catalog.{RunningStreams, StreamCatalog}
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.streaming.{StreamingQuery, StreamingQueryException}
+import org.slf4j.LoggerFactory
+
+/**
+ * The streams a statement waits for: CREATE STREAMING TABLE ... TRIGGER AVAILABLE NOW and
+ * REFRESH STREAMING TABLE return when their pass has written what the source held. Python
+ * starts the pass and hands its query over here; the statement's own thread waits for it, so
+ * that what ends a statement (a JDBC cancel, the statement timeout, an interrupt) also stops its
+ * stream, between two micro-batches when it can. A stream stopped so keeps its checkpoint: the
+ * next REFRESH continues where it stopped, and nothing committed is written twice.
+ */
+object AwaitedStreams {
+  private val log = LoggerFactory.getLogger("io.sqlext.streaming")
+  private val handed = new ConcurrentHashMap[String, StreamingQuery]()
+
+  /** Hands `query` over to the statement that runs it; the token the statement waits on. */
+  def handOver(query: StreamingQuery): String = {
+    val token = UUID.randomUUID().toString
+    handed.put(token, query)
+    token
+  }
+
+  /** Waits until the stream handed over under `token` ends: its failure is the statement's
+   *  error; a cancel or timeout of the statement (CancelledStatements) or an interrupt of its
+   *  thread stops the stream and ends the statement with an error saying so. */
+  def await(token: String, session: SparkSession, statement: String): Unit = {
+    val query = handed.remove(token)
+    if (query == null) throw SqlExtErrors.analysis(s"no stream was handed over as $token")
+    // The Thrift server runs each statement in the job group of its statement id.
+    val statementId = Option(session.sparkContext.getLocalProperty("spark.jobGroup.id"))
+    CancelledStatements.watch(session.sparkContext)
+    try {
+      while (!query.awaitTermination(PollMillis)) {
+        statementId.flatMap(CancelledStatements.why).foreach { why =>
+          stop(query, statement, why)
+        }
+      }
+    } catch {
+      case _: InterruptedException => stop(query, statement, "interrupted")
+      case failure: StreamingQueryException =>
+        throw SqlExtErrors.analysis(StreamCatalog.shortError(
+          s"${failure.getClass.getSimpleName}: ${failure.getMessage}"))
+    }
+  }
+
+  private def stop(query: StreamingQuery, statement: String, why: String): Nothing = {
+    log.warn(s"sql_ext $statement was $why: stopping its stream ${query.name}")
+    RunningStreams.stopBetweenBatches(query, RunningStreams.StopWaitMillis)
+    throw SqlExtErrors.analysis(s"$statement was $why: its stream stopped, and its checkpoint " +
+      "keeps what it committed (REFRESH STREAMING TABLE continues from there)")
+  }
+
+  private val PollMillis = 200L
+}

@@ -1,0 +1,181 @@
+"""A server that many clients share: a statement time limit for every session (the server's
+--query-timeout, which a session may SET lower and never higher) and for one session; a JDBC
+cancel or a timeout stops a long windowed query's jobs, and a long REFRESH's stream, whose
+checkpoint stays whole (the next REFRESH writes exactly the windows of the source, none twice);
+FAIR scheduling. Real servers on 127.0.0.1, PyHive clients; the windows are checked against
+their closed form."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+from pyhive import hive
+from TCLIService.ttypes import TOperationState
+from test_catalog import _kill
+from test_managed_streams import _streams
+
+from sql_ext.server.thrift import free_port, wait_for_port
+
+KEYS = 7
+SIZE = 3
+SMALL, LARGE = 70, 3_000_000  # rows of the source before and after the long REFRESH
+COUNTS = ("SELECT k, WINDOW_ID() AS w, COUNT(*) AS n, MIN(seq) AS lo, MAX(seq) AS hi "
+          f"FROM STREAM(share.src) WINDOW TUMBLING COUNT({SIZE}) "
+          "OVER (PARTITION BY k ORDER BY seq)")
+# A windowed query that runs for minutes: 64 splits, as a large file source has.
+LONG_QUERY = ("SELECT k, COUNT(*) FROM (SELECT k, WINDOW_ID() AS w, SUM(seq) AS s FROM "
+              "(SELECT id AS seq, id % 100 AS k FROM range(0, 400000000, 1, 64)) "
+              "WINDOW TUMBLING COUNT(10) OVER (PARTITION BY k ORDER BY seq)) GROUP BY k")
+ENDED = (TOperationState.CANCELED_STATE, TOperationState.TIMEDOUT_STATE,
+         TOperationState.FINISHED_STATE, TOperationState.ERROR_STATE,
+         TOperationState.CLOSED_STATE)
+
+
+def expected_windows(rows: int) -> tuple[int, int, int]:
+    """TUMBLING COUNT(3) per key k = seq % 7 over seq 0..rows-1 in order: (windows, sum of
+    their first seq, sum of their last seq). Window w of key k holds the 3w-th to 3w+2-th seq
+    of the key, k + 7 * (3w) ... k + 7 * (3w + 2)."""
+    windows = lo = hi = 0
+    for k in range(KEYS):
+        full = len(range(k, rows, KEYS)) // SIZE
+        windows += full
+        lo += sum(k + KEYS * SIZE * w for w in range(full))
+        hi += sum(k + KEYS * (SIZE * w + SIZE - 1) for w in range(full))
+    return windows, lo, hi
+
+
+def _table_figures(cursor) -> tuple:
+    cursor.execute("SELECT COUNT(*), COUNT(DISTINCT k, w), SUM(n), SUM(lo), SUM(hi) "
+                   "FROM share.cnt")
+    return cursor.fetchone()
+
+
+def _until(check, what: str, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _state(cursor) -> int:
+    return cursor.poll().operationState
+
+
+def test_a_cancelled_or_timed_out_refresh_stops_its_stream_and_keeps_its_checkpoint(
+        thrift_server):
+    with hive.connect(host="127.0.0.1", port=thrift_server) as conn, \
+            hive.connect(host="127.0.0.1", port=thrift_server) as other:
+        cursor, watcher = conn.cursor(), other.cursor()
+        cursor.execute("CREATE DATABASE share")
+        cursor.execute("CREATE TABLE share.src (seq BIGINT, k STRING) USING DELTA")
+        cursor.execute(f"INSERT INTO share.src SELECT id, CAST(id % {KEYS} AS STRING) "
+                       f"FROM range(0, {SMALL})")
+        cursor.execute(f"CREATE STREAMING TABLE share.cnt AS {COUNTS}")
+        windows, lo, hi = expected_windows(SMALL)
+        assert _table_figures(cursor) == (windows, windows, SIZE * windows, lo, hi)
+        cursor.execute(f"INSERT INTO share.src SELECT id, CAST(id % {KEYS} AS STRING) "
+                       f"FROM range({SMALL}, {LARGE}, 1, 4)")
+
+        def running() -> bool:
+            return _streams(watcher)["share.cnt"]["state"] == "RUNNING"
+
+        # A JDBC cancel, as Statement.cancel() sends it: the statement runs in the background.
+        cursor.execute("REFRESH STREAMING TABLE share.cnt", async_=True)
+        _until(running, "the REFRESH's stream to run")
+        time.sleep(1)
+        assert _state(cursor) == TOperationState.RUNNING_STATE, "the pass ended before cancel"
+        cursor.cancel()
+        assert _state(cursor) == TOperationState.CANCELED_STATE
+        _until(lambda: not running(), "the cancelled REFRESH's stream to stop", 30)
+        small = expected_windows(SMALL)
+        assert _table_figures(watcher) == (small[0], small[0], SIZE * small[0], *small[1:])
+
+        # The session's timeout, on a statement run in the client's thread (PyHive's default).
+        cursor.execute("SET spark.sql.thriftServer.queryTimeout=2s")
+        started = time.monotonic()
+        with pytest.raises(Exception, match="TIMEDOUT"):
+            cursor.execute("REFRESH STREAMING TABLE share.cnt")
+            cursor.fetchall()
+        assert time.monotonic() - started < 40
+        _until(lambda: not running(), "the timed-out REFRESH's stream to stop", 30)
+        assert _table_figures(watcher) == (small[0], small[0], SIZE * small[0], *small[1:])
+        stream = _streams(watcher)["share.cnt"]
+        assert stream["last_error"] is None, stream
+
+        # Neither pass committed half a batch: the next one writes every window once.
+        cursor.execute("SET spark.sql.thriftServer.queryTimeout=0")
+        cursor.execute("REFRESH STREAMING TABLE share.cnt")
+        windows, lo, hi = expected_windows(LARGE)
+        assert _table_figures(cursor) == (windows, windows, SIZE * windows, lo, hi)
+        cursor.execute("DROP STREAMING TABLE share.cnt")
+
+
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory):
+    """A server with an 8-second statement timeout and Spark's UI (its REST API shows the
+    jobs that run): (port, ui port)."""
+    work = tmp_path_factory.mktemp("shared_server")
+    port, ui = free_port(), free_port()
+    with open(work / "server.log", "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "sql_ext.cli", "thriftserver", "--port", str(port),
+             "--query-timeout", "8", "--ui-port", str(ui),
+             "--warehouse", str(work / "warehouse")],
+            stdout=log, stderr=subprocess.STDOUT, cwd=work, start_new_session=True)
+    wait_for_port("127.0.0.1", port, timeout=180)
+    yield port, ui
+    _kill(process, port)
+
+
+def _running_jobs(ui: int) -> list:
+    def get(path: str):
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui}/api/v1/{path}", timeout=10) as r:
+            return json.loads(r.read())
+    app = get("applications")[0]["id"]
+    return get(f"applications/{app}/jobs?status=running")
+
+
+def test_a_cancelled_windowed_query_stops_its_jobs(shared_server):
+    port, ui = shared_server
+    with hive.connect(host="127.0.0.1", port=port) as conn:
+        cursor = conn.cursor()
+        cursor.execute(LONG_QUERY, async_=True)
+        _until(lambda: _running_jobs(ui), "the query's jobs to run")
+        cursor.cancel()
+        assert _state(cursor) == TOperationState.CANCELED_STATE
+        _until(lambda: not _running_jobs(ui), "the cancelled query's jobs to stop", 30)
+        cursor.execute("SELECT 1")
+        assert cursor.fetchall() == [(1,)]
+
+
+def test_the_server_timeout_is_every_session_s_ceiling(shared_server):
+    port, ui = shared_server
+    with hive.connect(host="127.0.0.1", port=port) as conn:
+        cursor = conn.cursor()
+        cursor.execute("SET spark.scheduler.mode")
+        assert cursor.fetchall() == [("spark.scheduler.mode", "FAIR")]
+        cursor.execute("SET spark.sql.thriftServer.queryTimeout")
+        assert cursor.fetchall() == [("spark.sql.thriftServer.queryTimeout", "8s")]
+        for higher in ("60s", "0"):
+            with pytest.raises(Exception, match="this server's statement timeout is 8 seconds"):
+                cursor.execute(f"SET spark.sql.thriftServer.queryTimeout={higher}")
+        started = time.monotonic()
+        with pytest.raises(Exception, match="TIMEDOUT"):
+            cursor.execute(LONG_QUERY)
+            cursor.fetchall()
+        took = time.monotonic() - started
+        assert 8 <= took < 40, took
+        _until(lambda: not _running_jobs(ui), "the timed-out query's jobs to stop", 30)
+        cursor.execute("SET spark.sql.thriftServer.queryTimeout=3s")  # lower: this session's
+        started = time.monotonic()
+        with pytest.raises(Exception, match="TIMEDOUT"):
+            cursor.execute(LONG_QUERY)
+            cursor.fetchall()
+        assert 3 <= time.monotonic() - started < 8
