@@ -217,15 +217,25 @@ def report(results: list, wall: float) -> dict:
     return summary
 
 
-def start_server(warehouse: Path, port: int, log: Path) -> subprocess.Popen:
+def start_server(warehouse: Path, port: int, log: Path, *options: str) -> subprocess.Popen:
+    """`sql-ext thriftserver` with `options` in its own process (session) on `warehouse`."""
     with open(log, "w") as out:
         process = subprocess.Popen(
             # -X faulthandler: a crash of the server's Python side leaves its stacks in the log.
             [sys.executable, "-X", "faulthandler", "-m", "sql_ext.cli", "thriftserver",
-             "--port", str(port), "--warehouse", str(warehouse)],
+             "--port", str(port), "--warehouse", str(warehouse), *options],
             stdout=out, stderr=subprocess.STDOUT, cwd=warehouse.parent, start_new_session=True)
     wait_for_port("127.0.0.1", port, timeout=180)
     return process
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    """SIGTERM to the server's process group, SIGKILL after a minute."""
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -259,11 +269,7 @@ def main(argv: list[str] | None = None) -> int:
             alive = exit_code is None and _answers(port)
             summary = report(results, wall)
         finally:
-            os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
+            stop_server(server)
         for kind, problem in failures[:20]:
             print(f"WRONG {kind}: {problem}")
         print(f"{len(failures)} wrong answers; server alive at the end: {alive}")

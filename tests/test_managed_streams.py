@@ -153,6 +153,11 @@ def _managed_statements(cursor, tmp_path) -> None:
     time.sleep(3)
     assert "shop.live" not in _streams(cursor)
     assert not _path(location).exists(), "a dropped table's stream wrote on"
+    # Created again under the dropped name, the table starts from the beginning of its source:
+    # the checkpoint DROP TABLE left behind is not resumed.
+    cursor.execute("CREATE STREAMING TABLE shop.live AS " + _counts("shop.clicks"))
+    assert _table_equals_batch(cursor, "shop.live", "shop.clicks")
+    cursor.execute("DROP STREAMING TABLE shop.live")
 
     # DROP STREAMING TABLE also removes the checkpoint.
     assert _path(checkpoint).exists()

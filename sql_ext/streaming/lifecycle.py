@@ -64,6 +64,8 @@ def create_streaming_table(spark: SparkSession, name: str, sql: str, *,
 
 def _create(spark: SparkSession, name: str, db: str, table: str, definition: Definition,
             replace: bool) -> StreamingQuery:
+    if not replace and definition.location is None and not catalog.exists(spark, db, table):
+        _forget_dropped_stream(spark, name, definition.checkpoint)
     plan = plan_stream(spark, name, definition.query, definition.trigger, definition.checkpoint)
     props = catalog.read(spark, db, table)
     if replace and props:
@@ -92,6 +94,18 @@ def _create(spark: SparkSession, name: str, db: str, table: str, definition: Def
             spark.sql(f"DROP TABLE {name}")  # a managed table's files go with it
         return _create_and_start(spark, name, db, table, definition, plan, replace)
     return runner.start(spark, entry, plan, definition.trigger)
+
+
+def _forget_dropped_stream(spark: SparkSession, name: str, checkpoint: str) -> None:
+    """A new managed streaming table starts empty, so its stream starts from the beginning of
+    its sources. A checkpoint there is one a dropped table of the same name left (Spark's DROP
+    TABLE keeps it; DROP STREAMING TABLE removes it): resumed, it would skip what that table
+    had read. It goes, when it holds a stream's logs (a folder of anything else stays)."""
+    if any(jvm.path_exists(spark, posixpath.join(checkpoint, part))
+           for part in ("offsets", "commits", "metadata")):
+        log.warning("sql_ext streaming table %s is new: the checkpoint %s, left by a dropped "
+                    "table of that name, is removed", name, checkpoint)
+        jvm.delete_path(spark, checkpoint)
 
 
 def _create_and_start(spark: SparkSession, name: str, db: str, table: str,
