@@ -111,9 +111,12 @@ case "${1:-}" in
   wheel) wheel ;;
   bench) setup; shift; exec "$PY" python/bench.py "$@" ;;
   load) setup; shift; exec "$PY" python/thrift_load.py "$@" ;;
+  # Many clients managing streaming tables at once; a small query beside a heavy one.
+  manage-load) setup; shift; exec "$PY" python/manage_load.py "$@" ;;
+  share-bench) setup; shift; exec "$PY" python/bench_sharing.py "$@" ;;
   profile) setup; shift; exec "$PY" python/stream_profile.py "$@" ;;
   # A Kafka broker on 127.0.0.1:9092 (or the port given) until Ctrl-C, for the Kafka example.
   kafka) setup_python; shift; exec "$PY" tests/kafka_broker.py serve "$@" ;;
   sbt) setup_python; fetched_jars; shift; sbt "$@" ;;
-  *) echo "usage: bash python/dev.sh setup|main|test|wheel|bench|load|profile|kafka|sbt ..." >&2; exit 2 ;;
+  *) echo "usage: bash python/dev.sh setup|main|test|wheel|bench|load|manage-load|share-bench|profile|kafka|sbt ..." >&2; exit 2 ;;
 esac

@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 from pyhive import hive
-from TCLIService.ttypes import TOperationState
+from TCLIService.ttypes import TExecuteStatementReq, TGetOperationStatusReq, TOperationState
 from test_catalog import _kill
 from test_managed_streams import _streams
 
@@ -155,6 +155,18 @@ def test_a_cancelled_windowed_query_stops_its_jobs(shared_server):
         assert cursor.fetchall() == [(1,)]
 
 
+def _with_timeout(conn, sql: str, seconds: int) -> int:
+    """Runs `sql` as JDBC's Statement.setQueryTimeout(seconds) sends it (the statement's own
+    timeout, in the background); its final state."""
+    handle = conn.client.ExecuteStatement(TExecuteStatementReq(
+        conn.sessionHandle, sql, runAsync=True, queryTimeout=seconds)).operationHandle
+    while True:
+        state = conn.client.GetOperationStatus(TGetOperationStatusReq(handle)).operationState
+        if state in ENDED:
+            return state
+        time.sleep(0.2)
+
+
 def test_the_server_timeout_is_every_session_s_ceiling(shared_server):
     port, ui = shared_server
     with hive.connect(host="127.0.0.1", port=port) as conn:
@@ -173,6 +185,12 @@ def test_the_server_timeout_is_every_session_s_ceiling(shared_server):
         took = time.monotonic() - started
         assert 8 <= took < 40, took
         _until(lambda: not _running_jobs(ui), "the timed-out query's jobs to stop", 30)
+        started = time.monotonic()  # a statement's own, lower timeout (JDBC's)
+        assert _with_timeout(conn, LONG_QUERY, 2) == TOperationState.TIMEDOUT_STATE
+        assert 2 <= time.monotonic() - started < 8
+        started = time.monotonic()  # a statement's own, higher timeout: the server's holds
+        assert _with_timeout(conn, LONG_QUERY, 60) == TOperationState.TIMEDOUT_STATE
+        assert 8 <= time.monotonic() - started < 40
         cursor.execute("SET spark.sql.thriftServer.queryTimeout=3s")  # lower: this session's
         started = time.monotonic()
         with pytest.raises(Exception, match="TIMEDOUT"):
