@@ -17,7 +17,7 @@ import pytest
 from pyhive import hive
 from TCLIService.ttypes import TExecuteStatementReq, TGetOperationStatusReq, TOperationState
 from test_catalog import _kill
-from test_managed_streams import _streams
+from test_managed_streams import _streams, _until
 
 from sql_ext.server.thrift import free_port, wait_for_port
 
@@ -53,15 +53,6 @@ def _table_figures(cursor) -> tuple:
     cursor.execute("SELECT COUNT(*), COUNT(DISTINCT k, w), SUM(n), SUM(lo), SUM(hi) "
                    "FROM share.cnt")
     return cursor.fetchone()
-
-
-def _until(check, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _state(cursor) -> int:
@@ -119,14 +110,15 @@ def test_a_cancelled_or_timed_out_refresh_stops_its_stream_and_keeps_its_checkpo
 
 @pytest.fixture(scope="module")
 def shared_server(tmp_path_factory):
-    """A server with an 8-second statement timeout and Spark's UI (its REST API shows the
+    """A server with a 20-second statement timeout (above the first query's planning on a busy
+    machine) and Spark's UI (its REST API shows the
     jobs that run): (port, ui port)."""
     work = tmp_path_factory.mktemp("shared_server")
     port, ui = free_port(), free_port()
     with open(work / "server.log", "w") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "sql_ext.cli", "thriftserver", "--port", str(port),
-             "--query-timeout", "8", "--ui-port", str(ui),
+             "--query-timeout", "20", "--ui-port", str(ui),
              "--warehouse", str(work / "warehouse")],
             stdout=log, stderr=subprocess.STDOUT, cwd=work, start_new_session=True)
     wait_for_port("127.0.0.1", port, timeout=180)
@@ -147,7 +139,9 @@ def test_a_cancelled_windowed_query_stops_its_jobs(shared_server):
     with hive.connect(host="127.0.0.1", port=port) as conn:
         cursor = conn.cursor()
         cursor.execute(LONG_QUERY, async_=True)
-        _until(lambda: _running_jobs(ui), "the query's jobs to run")
+        _until(lambda: _running_jobs(ui) or _state(cursor) in ENDED, "the query's jobs to run")
+        status = cursor.poll()
+        assert status.operationState == TOperationState.RUNNING_STATE, status
         cursor.cancel()
         assert _state(cursor) == TOperationState.CANCELED_STATE
         _until(lambda: not _running_jobs(ui), "the cancelled query's jobs to stop", 30)
@@ -174,26 +168,26 @@ def test_the_server_timeout_is_every_session_s_ceiling(shared_server):
         cursor.execute("SET spark.scheduler.mode")
         assert cursor.fetchall() == [("spark.scheduler.mode", "FAIR")]
         cursor.execute("SET spark.sql.thriftServer.queryTimeout")
-        assert cursor.fetchall() == [("spark.sql.thriftServer.queryTimeout", "8s")]
+        assert cursor.fetchall() == [("spark.sql.thriftServer.queryTimeout", "20s")]
         for higher in ("60s", "0"):
-            with pytest.raises(Exception, match="this server's statement timeout is 8 seconds"):
+            with pytest.raises(Exception, match="this server's statement timeout is 20 seconds"):
                 cursor.execute(f"SET spark.sql.thriftServer.queryTimeout={higher}")
         started = time.monotonic()
         with pytest.raises(Exception, match="TIMEDOUT"):
             cursor.execute(LONG_QUERY)
             cursor.fetchall()
         took = time.monotonic() - started
-        assert 8 <= took < 40, took
+        assert 20 <= took < 60, took
         _until(lambda: not _running_jobs(ui), "the timed-out query's jobs to stop", 30)
         started = time.monotonic()  # a statement's own, lower timeout (JDBC's)
         assert _with_timeout(conn, LONG_QUERY, 2) == TOperationState.TIMEDOUT_STATE
-        assert 2 <= time.monotonic() - started < 8
+        assert 2 <= time.monotonic() - started < 20
         started = time.monotonic()  # a statement's own, higher timeout: the server's holds
         assert _with_timeout(conn, LONG_QUERY, 60) == TOperationState.TIMEDOUT_STATE
-        assert 8 <= time.monotonic() - started < 40
+        assert 20 <= time.monotonic() - started < 60
         cursor.execute("SET spark.sql.thriftServer.queryTimeout=3s")  # lower: this session's
         started = time.monotonic()
         with pytest.raises(Exception, match="TIMEDOUT"):
             cursor.execute(LONG_QUERY)
             cursor.fetchall()
-        assert 3 <= time.monotonic() - started < 8
+        assert 3 <= time.monotonic() - started < 20
