@@ -39,7 +39,7 @@ from pyhive import hive
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # thrift_load, beside this file
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # sql_ext, from a checkout
-from thrift_load import error_text, percentile, start_server, stop_server  # noqa: E402
+from thrift_load import error_text, keep_log, percentile, start_server, stop_server  # noqa: E402
 from sql_ext.server.thrift import free_port  # noqa: E402 - after the path it needs
 
 SHARED = ("mgmt.s0", "mgmt.s1", "mgmt.s2")
@@ -206,8 +206,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="sql_ext_manage_") as work:
         port, ui, log = free_port(), free_port(), Path(work) / "server.log"
         # A statement timeout far above any statement's own time: a hang becomes an answer.
-        server = start_server(Path(work) / "warehouse", port, log,
-                                      "--ui-port", str(ui), "--query-timeout", "300")
+        try:
+            server = start_server(Path(work) / "warehouse", port, log,
+                                  "--ui-port", str(ui), "--query-timeout", "300")
+        except BaseException:
+            keep_log(log, args.json)
+            raise
         problems: list[str] = []
         try:
             with hive.connect(host="127.0.0.1", port=port) as conn:
@@ -247,11 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"WRONG: {problem}")
         print(f"{len(problems)} problems")
         if problems:
-            text = log.read_text()
-            errors = [line for line in text.splitlines() if "ERROR" in line or "Exception" in line]
-            print("server log's errors:\n" + "\n".join(errors[:40]), file=sys.stderr)
-            if args.json:
-                Path(args.json).with_name("server.log").write_text(text)
+            keep_log(log, args.json)
         if args.json:
             Path(args.json).write_text(json.dumps({"kinds": summary, "problems": problems,
                                                    "rows_fed": fed[0]}, indent=1))

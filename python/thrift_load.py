@@ -26,7 +26,6 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pyhive import hive
@@ -150,10 +149,12 @@ def error_text(error: Exception) -> str:
 
 
 def client(port: int, work: list[tuple[str, str, object]], deadline: float, results: list):
+    started = time.monotonic()
     try:
         _statements(port, work, deadline, results)
     except Exception as failure:  # noqa: BLE001 - a broken connection is a failure to report
-        results.append(("connection", None, f"the connection failed: {failure!r}"))
+        results.append(("connection", None, f"the connection failed "
+                        f"{time.monotonic() - started:.1f} s into the run: {failure!r}"))
 
 
 def _statements(port: int, work: list[tuple[str, str, object]], deadline: float,
@@ -225,7 +226,11 @@ def start_server(warehouse: Path, port: int, log: Path, *options: str) -> subpro
             [sys.executable, "-X", "faulthandler", "-m", "sql_ext.cli", "thriftserver",
              "--port", str(port), "--warehouse", str(warehouse), *options],
             stdout=out, stderr=subprocess.STDOUT, cwd=warehouse.parent, start_new_session=True)
-    wait_for_port("127.0.0.1", port, timeout=180)
+    try:
+        wait_for_port("127.0.0.1", port, timeout=180, process=process)
+    except BaseException:
+        stop_server(process)
+        raise
     return process
 
 
@@ -252,9 +257,13 @@ def main(argv: list[str] | None = None) -> int:
     shares = [mix[i::args.clients] for i in range(args.clients)]
     with tempfile.TemporaryDirectory(prefix="sql_ext_load_") as work:
         port, log = free_port(), Path(work) / "server.log"
-        server = start_server(Path(work) / "warehouse", port, log)
         try:
+            server = start_server(Path(work) / "warehouse", port, log)
             setup(port)
+        except BaseException:
+            keep_log(log, args.json)
+            raise
+        try:
             results: list = []
             started = time.monotonic()
             threads = [threading.Thread(target=client, args=(
@@ -278,19 +287,28 @@ def main(argv: list[str] | None = None) -> int:
                 "statements": len(results), "seconds": round(wall, 1), "latency": summary,
                 "failures": failures, "alive": alive}, indent=1))
         if failures or not alive:
-            text = log.read_text()
-            # Its errors first (a caller may keep only the end of this output), and the whole
-            # log beside the figures, which outlive the run's folder.
-            errors = [line for line in text.splitlines()
-                      if any(word in line for word in ("ERROR", "Error", "Exception in"))]
-            print("server log's errors:\n" + "\n".join(errors[:30]), file=sys.stderr)
-            if args.json:
-                Path(args.json).with_name("server.log").write_text(text)
-            print(f"server exit code during the run: {exit_code}; its log ends:\n"
-                  f"{text[-3000:]}", file=sys.stderr)
+            print(f"server exit code during the run: {exit_code}", file=sys.stderr)
+            keep_log(log, args.json)
             for crash in Path(work).glob("hs_err_pid*.log"):  # the JVM's own crash report
                 print(crash.read_text()[:3000], file=sys.stderr)
         return 0 if not failures and alive and len(results) == args.statements else 1
+
+
+# Server log lines that say why clients failed: errors, and what stops or refuses connections.
+LOG_SIGNS = ("ERROR", "Error", "Exception in", "saturated", "CodeCache", "SparkContext",
+             "TTransportException", "OutOfMemory")
+
+
+def keep_log(log: Path, figures: str | None) -> None:
+    """Prints the server log's telling lines, then its end, to stderr (a caller may keep only
+    the end of the output), and keeps the whole log beside the figures file, which outlives the
+    run's folder."""
+    text = log.read_text() if log.exists() else "(no log)"
+    signs = [line for line in text.splitlines() if any(sign in line for sign in LOG_SIGNS)]
+    print("server log's errors:\n" + "\n".join(signs[:30]), file=sys.stderr)
+    if figures:
+        Path(figures).with_name("server.log").write_text(text)
+    print(f"the server log ends:\n{text[-3000:]}", file=sys.stderr)
 
 
 def _answers(port: int) -> bool:

@@ -107,6 +107,20 @@ def test_a_cancelled_or_timed_out_refresh_stops_its_stream_and_keeps_its_checkpo
         assert _table_figures(cursor) == (windows, windows, SIZE * windows, lo, hi)
         cursor.execute("DROP STREAMING TABLE share.cnt")
 
+        # Two clients create the same table at once: the second joins the first one's pass,
+        # and a cancel of the first does not cut the pass the second waits for.
+        third = hive.connect(host="127.0.0.1", port=thrift_server).cursor()
+        cursor.execute(f"CREATE STREAMING TABLE share.cnt AS {COUNTS}", async_=True)
+        _until(running, "the first CREATE's stream to run")
+        third.execute(f"CREATE STREAMING TABLE share.cnt AS {COUNTS}", async_=True)
+        time.sleep(5)  # it has joined (the first CREATE's pass has been running for seconds)
+        cursor.cancel()
+        assert _state(cursor) == TOperationState.CANCELED_STATE
+        _until(lambda: _state(third) in ENDED, "the second CREATE to end", 300)
+        assert _state(third) == TOperationState.FINISHED_STATE, third.poll()
+        assert _table_figures(watcher) == (windows, windows, SIZE * windows, lo, hi)
+        cursor.execute("DROP STREAMING TABLE share.cnt")
+
 
 @pytest.fixture(scope="module")
 def shared_server(tmp_path_factory):

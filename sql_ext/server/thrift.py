@@ -71,9 +71,14 @@ def _check_hive_address(spark: SparkSession, host: str, port: int) -> None:
             "thriftserver does")
 
 
-def wait_for_port(host: str, port: int, timeout: float = 60.0) -> None:
+def wait_for_port(host: str, port: int, timeout: float = 60.0, process=None) -> None:
+    """Returns once something listens on host:port; `process` (a subprocess.Popen): the server
+    that should, whose exit ends the wait at once."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"the server exited with {process.returncode} before it "
+                               f"listened on {host}:{port}")
         try:
             with socket.create_connection((host, port), timeout=1):
                 return

@@ -12,7 +12,6 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from sql_ext import jvm
-
 from sql_ext.sql.dialect import (CreateStreamingTable, DropStreamingTable, RefreshStreamingTable,
                                  ShowStreams, StopStream)
 from sql_ext.sql.errors import WindowSqlError

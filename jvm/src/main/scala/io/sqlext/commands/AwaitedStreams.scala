@@ -20,10 +20,14 @@ import org.slf4j.LoggerFactory
 object AwaitedStreams {
   private val log = LoggerFactory.getLogger("io.sqlext.streaming")
   private val handed = new ConcurrentHashMap[String, StreamingQuery]()
+  // Statements waiting on each pass: a second CREATE of the same table joins the pass that
+  // runs, and a cancel of one of them must not cut the pass the other waits for.
+  private val waiting = new ConcurrentHashMap[UUID, Integer]()
 
   /** Hands `query` over to the statement that runs it; the token the statement waits on. */
   def handOver(query: StreamingQuery): String = {
     val token = UUID.randomUUID().toString
+    waiting.merge(query.id, 1, (a: Integer, b: Integer) => a + b)
     handed.put(token, query)
     token
   }
@@ -48,10 +52,16 @@ object AwaitedStreams {
       case failure: StreamingQueryException =>
         throw SqlExtErrors.analysis(StreamCatalog.shortError(
           s"${failure.getClass.getSimpleName}: ${failure.getMessage}"))
+    } finally {
+      waiting.computeIfPresent(query.id, (_: UUID, n: Integer) => if (n > 1) n - 1 else null)
     }
   }
 
   private def stop(query: StreamingQuery, statement: String, why: String): Nothing = {
+    if (waiting.getOrDefault(query.id, 1) > 1) {
+      throw SqlExtErrors.analysis(s"$statement was $why; its stream's pass goes on for " +
+        "another statement that waits for it")
+    }
     log.warn(s"sql_ext $statement was $why: stopping its stream ${query.name}")
     RunningStreams.stopBetweenBatches(query, RunningStreams.StopWaitMillis)
     throw SqlExtErrors.analysis(s"$statement was $why: its stream stopped, and its checkpoint " +
