@@ -235,10 +235,13 @@ def start_server(warehouse: Path, port: int, log: Path, *options: str) -> subpro
 
 
 def stop_server(server: subprocess.Popen) -> None:
-    """SIGTERM to the server's process group, SIGKILL after a minute."""
-    os.killpg(server.pid, signal.SIGTERM)
+    """SIGTERM to the server's process group, SIGKILL after a minute (a group already gone
+    is fine)."""
     try:
+        os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)
+    except ProcessLookupError:
+        return
     except subprocess.TimeoutExpired:
         os.killpg(server.pid, signal.SIGKILL)
 
