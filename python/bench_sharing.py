@@ -10,10 +10,7 @@ Prints p50 / p95 of the small query per scheduler and the ratio beside / alone.
 from __future__ import annotations
 
 import argparse
-import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -22,8 +19,10 @@ from pathlib import Path
 
 from pyhive import hive
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # thrift_load, beside this file
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # sql_ext, from a checkout
-from sql_ext.server.thrift import free_port, wait_for_port  # noqa: E402 - after the path
+from thrift_load import start_server, stop_server  # noqa: E402 - after the path
+from sql_ext.server.thrift import free_port  # noqa: E402
 
 SMALL = ("SELECT customer, WINDOW_ID() AS w, SUM(cost) AS total FROM orders "
          "WINDOW TUMBLING COUNT(4) OVER (PARTITION BY customer ORDER BY seq)")
@@ -43,13 +42,9 @@ def timed(cursor, sql: str) -> float:
 def measure(scheduler: str, small: int, budget: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="sql_ext_share_") as work:
         port = free_port()
-        with open(Path(work) / "server.log", "w") as log:
-            server = subprocess.Popen(
-                [sys.executable, "-m", "sql_ext.cli", "thriftserver", "--port", str(port),
-                 "--scheduler", scheduler, "--warehouse", str(Path(work) / "warehouse")],
-                stdout=log, stderr=subprocess.STDOUT, cwd=work, start_new_session=True)
+        server = start_server(Path(work) / "warehouse", port, Path(work) / "server.log",
+                              "--scheduler", scheduler)
         try:
-            wait_for_port("127.0.0.1", port, timeout=180)
             with hive.connect(host="127.0.0.1", port=port) as conn:
                 cursor = conn.cursor()
                 cursor.execute("CREATE TABLE orders USING DELTA AS SELECT id AS seq, "
@@ -61,8 +56,7 @@ def measure(scheduler: str, small: int, budget: float) -> dict:
                 beside = _beside_heavy(port, cursor, small, budget)
             return {"alone": alone, "beside": beside}
         finally:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+            stop_server(server)
 
 
 def _beside_heavy(port: int, cursor, small: int, budget: float) -> list[float]:

@@ -8,18 +8,16 @@ their closed form."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 import urllib.request
 
 import pytest
 from pyhive import hive
 from TCLIService.ttypes import TExecuteStatementReq, TGetOperationStatusReq, TOperationState
-from test_catalog import _kill
+from test_catalog import _kill, _start_server
 from test_managed_streams import _streams, _until
 
-from sql_ext.server.thrift import free_port, wait_for_port
+from sql_ext.server.thrift import free_port
 
 KEYS = 7
 SIZE = 3
@@ -129,13 +127,8 @@ def shared_server(tmp_path_factory):
     jobs that run): (port, ui port)."""
     work = tmp_path_factory.mktemp("shared_server")
     port, ui = free_port(), free_port()
-    with open(work / "server.log", "w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "sql_ext.cli", "thriftserver", "--port", str(port),
-             "--query-timeout", "20", "--ui-port", str(ui),
-             "--warehouse", str(work / "warehouse")],
-            stdout=log, stderr=subprocess.STDOUT, cwd=work, start_new_session=True)
-    wait_for_port("127.0.0.1", port, timeout=180)
+    process = _start_server(work / "warehouse", port, work / "server.log",
+                            "--query-timeout", "20", "--ui-port", str(ui))
     yield port, ui
     _kill(process, port)
 

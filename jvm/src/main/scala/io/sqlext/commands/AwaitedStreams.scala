@@ -40,7 +40,6 @@ object AwaitedStreams {
     if (query == null) throw SqlExtErrors.analysis(s"no stream was handed over as $token")
     // The Thrift server runs each statement in the job group of its statement id.
     val statementId = Option(session.sparkContext.getLocalProperty("spark.jobGroup.id"))
-    CancelledStatements.watch(session.sparkContext)
     try {
       while (!query.awaitTermination(PollMillis)) {
         statementId.flatMap(CancelledStatements.why).foreach { why =>
