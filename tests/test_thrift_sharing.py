@@ -198,3 +198,29 @@ def test_the_server_timeout_is_every_session_s_ceiling(shared_server):
             cursor.execute(LONG_QUERY)
             cursor.fetchall()
         assert 3 <= time.monotonic() - started < 20
+
+
+def test_a_timeout_brought_by_the_connection_is_held_to_the_ceiling(shared_server):
+    """A connection's session configuration (a JDBC URL's `?key=value`, PyHive's
+    `configuration`) reaches the session without a SET: the session's statements are refused,
+    naming the ceiling, until it SETs a value within it."""
+    port, _ = shared_server
+    key = "spark.sql.thriftServer.queryTimeout"
+    for brought in ("0", "1h"):
+        with hive.connect(host="127.0.0.1", port=port,
+                          configuration={f"set:hiveconf:{key}": brought}) as conn:
+            cursor = conn.cursor()
+            cursor.execute(f"SET {key}")  # the connection's value did reach the session
+            assert cursor.fetchall() == [(key, brought)]
+            with pytest.raises(Exception, match="above this server's 20 seconds"):
+                cursor.execute("SELECT 1")
+            with pytest.raises(Exception, match="above this server's 20 seconds"):
+                cursor.execute("SELECT COUNT(*) FROM range(10) WINDOW TUMBLING COUNT(3)")
+            cursor.execute(f"SET {key}=5s")
+            cursor.execute("SELECT 1")
+            assert cursor.fetchall() == [(1,)]
+    with hive.connect(host="127.0.0.1", port=port,
+                      configuration={f"set:hiveconf:{key}": "10s"}) as conn:
+        cursor = conn.cursor()  # within the ceiling: the connection's own value holds
+        cursor.execute("SELECT 1")
+        assert cursor.fetchall() == [(1,)]
