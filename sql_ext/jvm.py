@@ -29,6 +29,7 @@ STREAM_CATALOG = "io.sqlext.streaming.catalog.StreamCatalog"
 STREAM_PROGRESS = "io.sqlext.streaming.catalog.StreamProgress"
 RUNNING_STREAMS = "io.sqlext.streaming.catalog.RunningStreams"
 AWAITED_STREAMS = "io.sqlext.commands.AwaitedStreams"
+CANCELLED_STATEMENTS = "io.sqlext.commands.CancelledStatements"
 PROCESS_FUNCTIONS = "io.sqlext.analysis.ProcessFunctions"
 WINDOW_METRICS = "io.sqlext.execution.WindowMetrics"
 SCALA_OBJECTS = (REWRITER_REGISTRY, PARTIAL_AGGREGATES, STREAMING_WINDOWS, LATE_ROW_FILES,
@@ -365,6 +366,12 @@ def hand_over_stream(spark: SparkSession, query) -> str:
     """Hands `query` to the streaming statement that waits for it in the JVM (a cancel of the
     statement stops it); the token the statement's answer names."""
     return _object(spark, AWAITED_STREAMS).handOver(query._jsq)
+
+
+def statement_ended(spark: SparkSession, statement_id: str) -> str | None:
+    """Why the Thrift server's statement `statement_id` ended early ("cancelled", "stopped by
+    the statement timeout"), None while it goes on."""
+    return _object(spark, CANCELLED_STATEMENTS).whyOrNull(statement_id)
 
 
 def latest_run(spark: SparkSession, db: str, table: str) -> dict | None:

@@ -173,7 +173,7 @@ class _HungRewriter:
             self.release.wait(120)
         return answer(sql_text)
 
-    def execute(self, sql_text, jsession):
+    def execute(self, sql_text, jsession, statement_id):
         return '{"error": "not used"}'
 
     class Java:

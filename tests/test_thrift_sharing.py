@@ -120,6 +120,72 @@ def test_a_cancelled_or_timed_out_refresh_stops_its_stream_and_keeps_its_checkpo
         cursor.execute("DROP STREAMING TABLE share.cnt")
 
 
+def test_a_cancelled_or_timed_out_alter_keeps_the_old_definition(thrift_server):
+    """ALTER STREAMING TABLE waits for the new query's first micro-batch (Spark checks the
+    checkpoint against the query then). A cancel or a timeout during that wait stops the stream
+    and the old definition stays, not running, as it was; its checkpoint stays whole."""
+    # A first micro-batch that takes seconds however warm the server is: each row after the
+    # first SMALL sleeps a quarter second as it is read (reflect returns the string 'null'),
+    # in one task, so that the other core serves the statements that watch it.
+    source = "altering.src"
+    query = COUNTS.replace("FROM STREAM(share.src)", (
+        "FROM STREAM(altering.src) WHERE seq < 70 OR "
+        "reflect('java.lang.Thread', 'sleep', 250 + seq * 0) = 'null'"))
+    assert query != COUNTS and SMALL == 70
+    backlog = SMALL + 60  # in one file: 15 s
+    altered = f"ALTER STREAMING TABLE altering.cnt TRIGGER EVERY 5 AS {query}"
+    with hive.connect(host="127.0.0.1", port=thrift_server) as conn, \
+            hive.connect(host="127.0.0.1", port=thrift_server) as other:
+        cursor, watcher = conn.cursor(), other.cursor()
+        cursor.execute("CREATE DATABASE altering")
+        cursor.execute(f"CREATE TABLE {source} (seq BIGINT, k STRING) USING DELTA")
+        cursor.execute(f"INSERT INTO {source} SELECT id, CAST(id % {KEYS} AS STRING) "
+                       f"FROM range(0, {SMALL})")
+        cursor.execute(f"CREATE STREAMING TABLE altering.cnt AS {query}")
+        cursor.execute(f"INSERT INTO {source} SELECT id, CAST(id % {KEYS} AS STRING) "
+                       f"FROM range({SMALL}, {backlog}, 1, 1)")
+        small = expected_windows(SMALL)
+
+        def stream() -> dict:
+            return _streams(watcher)["altering.cnt"]
+
+        def as_before() -> None:
+            _until(lambda: stream()["state"] != "RUNNING", "the ALTER's stream to stop", 30)
+            assert stream()["trigger"] == "AVAILABLE NOW"  # the old definition
+            assert stream()["last_error"] is None  # a stop, which Spark knows from a failure
+            cursor.execute("SELECT COUNT(*), COUNT(DISTINCT k, w), SUM(n), SUM(lo), SUM(hi) "
+                           "FROM altering.cnt")
+            assert cursor.fetchone() == (small[0], small[0], SIZE * small[0], *small[1:])
+
+        cursor.execute(altered, async_=True)  # cancelled as Statement.cancel() does it
+        _until(lambda: stream()["state"] == "RUNNING" or _state(cursor) in ENDED,
+               "the altered stream to run")
+        assert _state(cursor) == TOperationState.RUNNING_STATE, cursor.poll().errorMessage
+        time.sleep(1)
+        assert _state(cursor) == TOperationState.RUNNING_STATE, "the first batch ended"
+        cursor.cancel()
+        assert _state(cursor) == TOperationState.CANCELED_STATE
+        as_before()
+
+        cursor.execute("SET spark.sql.thriftServer.queryTimeout=2s")  # in the client's thread
+        started = time.monotonic()
+        with pytest.raises(Exception, match="TIMEDOUT"):
+            cursor.execute(altered)
+            cursor.fetchall()
+        assert time.monotonic() - started < 40
+        as_before()
+
+        cursor.execute("SET spark.sql.thriftServer.queryTimeout=0")
+        cursor.execute("REFRESH STREAMING TABLE altering.cnt")
+        windows, lo, hi = expected_windows(backlog)
+        cursor.execute("SELECT COUNT(*), COUNT(DISTINCT k, w), SUM(n), SUM(lo), SUM(hi) "
+                       "FROM altering.cnt")
+        assert cursor.fetchone() == (windows, windows, SIZE * windows, lo, hi)
+        cursor.execute(altered)  # uncut, it holds: the stream runs on with the new trigger
+        assert (stream()["state"], stream()["trigger"]) == ("RUNNING", "EVERY 5 SECONDS")
+        cursor.execute("DROP STREAMING TABLE altering.cnt")
+
+
 @pytest.fixture(scope="module")
 def shared_server(tmp_path_factory):
     """A server with a 20-second statement timeout (above the first query's planning on a busy

@@ -56,8 +56,8 @@ class _Rewriter:
         with udaf_names.of_session(session_udafs.split(",")):
             return answer(sql_text, in_pipeline)
 
-    def execute(self, sql_text: str, jsession) -> str:
-        return statements.answer_execute(sql_text, jvm.session_of(jsession))
+    def execute(self, sql_text: str, jsession, statement_id: str | None) -> str:
+        return statements.answer_execute(sql_text, jvm.session_of(jsession), statement_id)
 
     class Java:
         implements = ["io.sqlext.parser.SqlRewriter"]

@@ -10,6 +10,7 @@ import posixpath
 import re
 import time
 import uuid
+from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
@@ -154,25 +155,30 @@ def alter_streaming_table(spark: SparkSession, name: str, sql: str, *,
                           location: str | None = None,
                           trigger: str | float = AVAILABLE_NOW,
                           partitioned_by: tuple[str, ...] = (),
-                          tblproperties: tuple[tuple[str, str], ...] = ()) -> StreamingQuery:
+                          tblproperties: tuple[tuple[str, str], ...] = (),
+                          ended: Callable[[], str | None] = lambda: None) -> StreamingQuery:
     """ALTER STREAMING TABLE: a changed query, trigger or TBLPROPERTIES applied in place. The
     stream stops between two micro-batches and starts again on the same table and checkpoint:
     nothing is read twice, nothing written is lost, and the new query holds from the next
     micro-batch on. CHECKPOINT and LOCATION left out keep theirs. What cannot change in place
     (where the table or its state live, its partitioning, its columns) is an error; so is a
     query that Spark cannot continue from the checkpoint: the old definition then stays, and
-    runs again if it ran. A name that is not a streaming table yet is created."""
+    runs again if it ran. A name that is not a streaming table yet is created.
+
+    `ended` says why the statement ended early ("cancelled", a timeout), else None: the wait
+    for the new query's first micro-batch asks it. Ended before that batch, the stream stops
+    and the old definition stays; ended after it, the new definition holds."""
     name = table_name(name)
     db, table = catalog.identify(spark, name)
     with managing(f"{db}.{table}"):
         return _alter(own_session(spark), name, db, table, sql, checkpoint, location, trigger,
-                      partitioned_by, tblproperties)
+                      partitioned_by, tblproperties, ended)
 
 
 def _alter(spark: SparkSession, name: str, db: str, table: str, sql: str,
            checkpoint: str | None, location: str | None, trigger: str | float,
-           partitioned_by: tuple[str, ...], tblproperties: tuple[tuple[str, str], ...]
-           ) -> StreamingQuery:
+           partitioned_by: tuple[str, ...], tblproperties: tuple[tuple[str, str], ...],
+           ended: Callable[[], str | None]) -> StreamingQuery:
     props = catalog.read(spark, db, table)
     old = catalog.entry(db, table, props).definition if props else None
     definition = Definition(
@@ -196,19 +202,38 @@ def _alter(spark: SparkSession, name: str, db: str, table: str, sql: str,
     _check_columns(spark, entry.name, output_schema(spark, plan))
     _check_state(entry.name, plan_stream(spark, entry.name, old.query, old.trigger,
                                          old.checkpoint).state_shape, plan.state_shape)
-    was_running = runner.stop(spark, entry)
+    state, was_running = entry.state, runner.stop(spark, entry)
     log.info("sql_ext streaming table %s altered: %s", entry.name, "; ".join(changed))
     _redefine(spark, entry, definition, old)
-    query = runner.start(spark, catalog.entry(db, table, catalog.read(spark, db, table)), plan,
-                         definition.trigger)
-    failure = _first_batch(query)
-    if failure is None:
+
+    def current() -> Entry:
+        return catalog.entry(db, table, catalog.read(spark, db, table))
+
+    def run_as_before(plan: StreamPlan, trigger: str | float) -> None:
+        """The stream runs on if it ran on; if not, its recorded state is the one it had (a
+        restart of the server does not resume it)."""
+        if was_running and trigger != AVAILABLE_NOW:
+            runner.start(spark, current(), plan, trigger)
+        else:
+            catalog.record_state(spark, current(), state)
+
+    query = runner.start(spark, current(), plan, definition.trigger)
+    failure, why = _first_batch(query, ended)
+    if why is not None:
+        runner.stop(spark, current())
+        if query.lastProgress is not None:  # its first micro-batch ended as it stopped
+            run_as_before(plan, definition.trigger)
+            raise WindowSqlError(f"ALTER STREAMING TABLE {name} was {why} after the new "
+                                 "query's first micro-batch: the new definition holds")
+    elif failure is None:
         return query
-    _redefine(spark, catalog.entry(db, table, catalog.read(spark, db, table)), old, definition)
-    if was_running:
-        runner.start(spark, catalog.entry(db, table, catalog.read(spark, db, table)),
-                     plan_stream(spark, entry.name, old.query, old.trigger, old.checkpoint),
-                     old.trigger)
+    _redefine(spark, current(), old, definition)
+    run_as_before(plan_stream(spark, entry.name, old.query, old.trigger, old.checkpoint),
+                  old.trigger)
+    if why is not None:
+        raise WindowSqlError(f"ALTER STREAMING TABLE {name} was {why} before the new query's "
+                             "first micro-batch ended: its stream stopped, and the old "
+                             "definition stays")
     raise WindowSqlError(f"ALTER STREAMING TABLE {name}: Spark cannot continue the checkpoint "
                          f"with the new query: {short_error(failure)}. The old definition "
                          "stays; CREATE OR REPLACE STREAMING TABLE starts over")
@@ -247,18 +272,23 @@ def _redefine(spark: SparkSession, entry: Entry, definition: Definition,
     catalog.define(spark, entry.db, entry.table, definition, entry.stream_id)
 
 
-def _first_batch(query: StreamingQuery, timeout: float = 300.0) -> str | None:
-    """Waits for a restarted stream's first progress (or, AVAILABLE NOW, its end): the error
-    that stopped it, or None. Spark checks a checkpoint against the query when it plans the
+def _first_batch(query: StreamingQuery, ended: Callable[[], str | None],
+                 timeout: float = 300.0) -> tuple[str | None, str | None]:
+    """Waits for a restarted stream's first progress (or, AVAILABLE NOW, its end), or for its
+    statement to end early: (the error that stopped the stream, why the statement ended), each
+    None when it did not happen. Spark checks a checkpoint against the query when it plans the
     first micro-batch."""
     deadline = time.monotonic() + timeout
     while query.isActive and query.lastProgress is None and time.monotonic() < deadline:
-        time.sleep(0.1)
+        why = ended()
+        if why is not None:
+            return None, why
+        time.sleep(0.2)
     if query.isActive and query.lastProgress is None:
         raise WindowSqlError("the altered stream made no progress in "
                              f"{timeout:.0f} s; see SHOW STREAMS")
     failure = None if query.isActive else query.exception()
-    return None if failure is None else str(failure)
+    return None if failure is None else str(failure), None
 
 
 def _key(spark: SparkSession, name: str) -> str:

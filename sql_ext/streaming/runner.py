@@ -6,8 +6,10 @@ between two micro-batches.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
+from py4j.protocol import Py4JJavaError
 from pyspark import InheritableThread, StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -77,11 +79,12 @@ def start(spark: SparkSession, entry: Entry, plan: StreamPlan,
     def write_batch(batch: DataFrame, batch_id: int) -> None:
         # One job computes the micro-batch's firings; with LATE ROWS INTO the same job wrote
         # its late rows to files of the late table (LateRowFiles), committed here.
-        rows, upsert, written = compute(batch)
-        if table_sink.location is None:  # a new table, being made
-            table_sink.location = made.result()
-            jvm.run_set_location(spark, entry.db, entry.table, table_sink.location)
-        commit(rows, batch_id, upsert, written)
+        with _stop_told_briefly(batch_id):
+            rows, upsert, written = compute(batch)
+            if table_sink.location is None:  # a new table, being made
+                table_sink.location = made.result()
+                jvm.run_set_location(spark, entry.db, entry.table, table_sink.location)
+            commit(rows, batch_id, upsert, written)
 
     def compute(batch: DataFrame):
         """The micro-batch's rows, computed once, always: the window state of the batch
@@ -124,6 +127,34 @@ def start(spark: SparkSession, entry: Entry, plan: StreamPlan,
     log.info("sql_ext streaming table %s started (%s, checkpoint %s)", entry.name,
              entry.definition.trigger_text(), entry.definition.checkpoint)
     return query
+
+
+# Spark's names of the errors a stop in the middle of a micro-batch raises
+# (StreamExecution.IO_EXCEPTION_NAMES).
+_INTERRUPTIONS = ("java.lang.InterruptedException", "java.io.InterruptedIOException",
+                  "java.nio.channels.ClosedByInterruptException")
+
+
+@contextlib.contextmanager
+def _stop_told_briefly(batch_id: int):
+    """A stop in the middle of a micro-batch interrupts the JVM call the batch waits on. Spark
+    knows a stop from a failure by a pattern over the error's whole text, which for a Python
+    batch is the traceback, and with it the JVM's stack: the pattern's matcher then recurses
+    once a character and overflows the thread's stack (StackOverflowError in the server's
+    log). Told in one line, the stop is seen as one."""
+    try:
+        yield
+    except Py4JJavaError as error:
+        cause = str(error.java_exception)
+        if not cause.startswith(_INTERRUPTIONS):
+            raise
+        raise StreamStopped(f"py4j.protocol.Py4JJavaError: An error occurred while calling "
+                            f"the JVM in micro-batch {batch_id}: {cause}") from None
+
+
+class StreamStopped(RuntimeError):
+    """The stream was stopped in the middle of a micro-batch (it is done again at the next
+    start)."""
 
 
 def _together(first, second) -> None:

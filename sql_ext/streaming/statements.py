@@ -7,6 +7,7 @@ it); TRIGGER EVERY d returns once the stream runs."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
@@ -21,9 +22,12 @@ from sql_ext.streaming import lifecycle, status
 from sql_ext.streaming.runs import short_error
 
 
-def execute(sql: str, spark: SparkSession) -> tuple[list[list], StreamingQuery | None]:
+def execute(sql: str, spark: SparkSession, ended: Callable[[], str | None] = lambda: None
+            ) -> tuple[list[list], StreamingQuery | None]:
     """Runs one streaming statement on `spark`: the rows it returns (SHOW STREAMS), and the
-    stream of a pass the statement ends with (AVAILABLE NOW, REFRESH), still running."""
+    stream of a pass the statement ends with (AVAILABLE NOW, REFRESH), still running.
+    `ended`: why the statement ended early (a cancel, a timeout), else None; what waits in
+    Python (ALTER's first micro-batch) asks it."""
     statement = statement_of(sql)
     if isinstance(statement, ShowStreams):
         return [[stream[column] for column in status.STREAM_COLUMNS]
@@ -36,12 +40,12 @@ def execute(sql: str, spark: SparkSession) -> tuple[list[list], StreamingQuery |
     elif isinstance(statement, DropStreamingTable):
         lifecycle.drop_streaming_table(spark, name, if_exists=bool(statement.args.get("exists")))
     else:
-        return [], _create(statement, sql, spark)
+        return [], _create(statement, sql, spark, ended)
     return [], None
 
 
-def _create(statement: CreateStreamingTable, sql: str, spark: SparkSession
-            ) -> StreamingQuery | None:
+def _create(statement: CreateStreamingTable, sql: str, spark: SparkSession,
+            ended: Callable[[], str | None]) -> StreamingQuery | None:
     """CREATE [OR REPLACE] / ALTER STREAMING TABLE; the stream when it runs one pass (AVAILABLE
     NOW), None when it runs on (TRIGGER EVERY)."""
     location = statement.args.get("location")
@@ -55,18 +59,21 @@ def _create(statement: CreateStreamingTable, sql: str, spark: SparkSession
         tblproperties=tuple(statement.args.get("properties") or ()))
     name, query_text = statement.this.sql(dialect="spark"), sql[statement.args["query_start"]:]
     if statement.args.get("alter"):
-        query = lifecycle.alter_streaming_table(spark, name, query_text, **options)
+        query = lifecycle.alter_streaming_table(spark, name, query_text, ended=ended, **options)
     else:
         query = lifecycle.create_streaming_table(spark, name, query_text, **options,
                                                  replace=bool(statement.args.get("replace")))
     return query if trigger is None else None
 
 
-def answer_execute(sql: str, spark: SparkSession) -> str:
+def answer_execute(sql: str, spark: SparkSession, statement_id: str | None = None) -> str:
     """The JVM-facing answer of `execute`: {"rows": [...]}, with "await": a token of the stream
-    the statement waits for (io.sqlext.commands.AwaitedStreams), or {"error": "..."}."""
+    the statement waits for (io.sqlext.commands.AwaitedStreams), or {"error": "..."}.
+    statement_id: the Thrift server's id of the statement, None outside one."""
+    def ended() -> str | None:
+        return jvm.statement_ended(spark, statement_id) if statement_id else None
     try:
-        rows, pass_ = execute(sql, spark)
+        rows, pass_ = execute(sql, spark, ended)
         answer = {"rows": rows}
         if pass_ is not None:
             answer["await"] = jvm.hand_over_stream(spark, pass_)

@@ -38,8 +38,7 @@ object AwaitedStreams {
   def await(token: String, session: SparkSession, statement: String): Unit = {
     val query = handed.remove(token)
     if (query == null) throw SqlExtErrors.analysis(s"no stream was handed over as $token")
-    // The Thrift server runs each statement in the job group of its statement id.
-    val statementId = Option(session.sparkContext.getLocalProperty("spark.jobGroup.id"))
+    val statementId = Option(CancelledStatements.idOf(session))
     try {
       while (!query.awaitTermination(PollMillis)) {
         statementId.flatMap(CancelledStatements.why).foreach { why =>

@@ -4,6 +4,7 @@ import java.util.concurrent.ConcurrentHashMap
 
 import org.apache.spark.SparkContext
 import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent}
+import org.apache.spark.sql.SparkSession
 
 /**
  * The Thrift server's statements that a client cancelled or whose time ran out, by statement
@@ -26,6 +27,14 @@ object CancelledStatements {
 
   /** Why the statement `statementId` ended early ("cancelled", ...), if it did. */
   def why(statementId: String): Option[String] = Option(ended.get(statementId)).map(_._1)
+
+  /** `why` for Python: null while the statement goes on. */
+  def whyOrNull(statementId: String): String = why(statementId).orNull
+
+  /** The id of the statement this thread runs (null outside a Thrift server's statement): the
+   *  server runs each statement in the job group of its id. */
+  def idOf(session: SparkSession): String =
+    session.sparkContext.getLocalProperty("spark.jobGroup.id")
 
   /** Listens to `context`'s events (once per context). */
   def watch(context: SparkContext): Unit = watched.synchronized {

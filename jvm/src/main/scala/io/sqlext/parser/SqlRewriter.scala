@@ -20,11 +20,12 @@ import scala.concurrent.duration._
  * `inPipeline` says a declarative pipeline is registering the statement (its windowed
  * streaming tables and flows are lowered to a plan the pipeline runs).
  * `execute` runs a streaming statement on the client's session and answers JSON:
- * {"rows": [[...], ...]} or {"error": "<message>"}.
+ * {"rows": [[...], ...]} or {"error": "<message>"}. `statementId` is the Thrift server's id of
+ * the statement (null elsewhere): a wait in Python asks CancelledStatements whether it ended.
  */
 trait SqlRewriter {
   def rewrite(sqlText: String, sessionUdafs: String, inPipeline: Boolean): String
-  def execute(sqlText: String, session: SparkSession): String
+  def execute(sqlText: String, session: SparkSession, statementId: String): String
 }
 
 /** The process-wide rewriter, registered by `sql_ext` once per session. */
@@ -55,12 +56,34 @@ object SqlRewriterRegistry {
 
   def isRegistered: Boolean = current.isDefined
 
-  /** Runs a streaming statement. Not bounded in time: TRIGGER AVAILABLE NOW runs a stream to
-   *  its end inside the call. */
-  def execute(sqlText: String, session: SparkSession): String = current match {
-    case Some(rewriter) => rewriter.execute(sqlText, session)
-    case None => """{"error": "the sql_ext rewriter is not registered in this process"}"""
-  }
+  /** Runs a streaming statement: Python plans and starts or stops its stream, and ALTER waits
+   *  there for the new query's first micro-batch.
+   *
+   *  Python's calls back into the JVM run on the thread that called Python. A cancel of the
+   *  statement interrupts the statement's thread, and an interrupted thread fails the
+   *  metastore's calls ("Connection closed by unknown interrupt"): a stream stopped and its
+   *  definition left half changed. So Python runs from a thread of its own (a new thread: it
+   *  inherits the statement's job group and scheduler pool), which no cancel interrupts; Python
+   *  learns of a cancel from CancelledStatements and ends its work whole. The statement's thread
+   *  waits for that answer and keeps its interrupt for what comes after (AwaitedStreams). */
+  def execute(sqlText: String, session: SparkSession, statementId: String): String =
+    current match {
+      case Some(rewriter) =>
+        var answer: Either[Throwable, String] = null
+        val worker = new Thread(() => answer =
+          try Right(rewriter.execute(sqlText, session, statementId))
+          catch { case failure: Throwable => Left(failure) }, "sql-ext-statement")
+        worker.setDaemon(true)
+        worker.start()
+        var interrupted = false
+        while (worker.isAlive) {
+          try worker.join()
+          catch { case _: InterruptedException => interrupted = true }
+        }
+        if (interrupted) Thread.currentThread().interrupt()
+        answer.fold(failure => throw failure, identity)
+      case None => """{"error": "the sql_ext rewriter is not registered in this process"}"""
+    }
 
   /** Asks the rewriter, bounded in time; None when no rewriter is registered. A rewrite
    *  that does not answer in time leaves its pool thread waiting on Python and the statement
