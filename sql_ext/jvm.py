@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 
+from py4j.protocol import Py4JJavaError
 from pyspark import SparkContext
 from pyspark.java_gateway import ensure_callback_server_started
 from pyspark.sql import DataFrame, SparkSession
@@ -366,6 +367,21 @@ def hand_over_stream(spark: SparkSession, query) -> str:
     """Hands `query` to the streaming statement that waits for it in the JVM (a cancel of the
     statement stops it); the token the statement's answer names."""
     return _object(spark, AWAITED_STREAMS).handOver(query._jsq)
+
+
+# Spark's names of the errors an interrupted JVM call raises, which a stop in the middle of a
+# micro-batch causes (StreamExecution.IO_EXCEPTION_NAMES).
+_INTERRUPTIONS = ("java.lang.InterruptedException", "java.io.InterruptedIOException",
+                  "java.nio.channels.ClosedByInterruptException")
+
+
+def interruption(error: BaseException) -> str | None:
+    """The Java exception's text when `error` is a JVM call's interruption, else None."""
+    if isinstance(error, Py4JJavaError):
+        cause = str(error.java_exception)
+        if cause.startswith(_INTERRUPTIONS):
+            return cause
+    return None
 
 
 def statement_ended(spark: SparkSession, statement_id: str) -> str | None:

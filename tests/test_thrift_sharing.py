@@ -125,14 +125,14 @@ def test_a_cancelled_or_timed_out_alter_keeps_the_old_definition(thrift_server):
     checkpoint against the query then). A cancel or a timeout during that wait stops the stream
     and the old definition stays, not running, as it was; its checkpoint stays whole."""
     # A first micro-batch that takes seconds however warm the server is: each row after the
-    # first SMALL sleeps a quarter second as it is read (reflect returns the string 'null'),
+    # first SMALL sleeps half a second as it is read (reflect returns the string 'null'),
     # in one task, so that the other core serves the statements that watch it.
     source = "altering.src"
     query = COUNTS.replace("FROM STREAM(share.src)", (
         "FROM STREAM(altering.src) WHERE seq < 70 OR "
-        "reflect('java.lang.Thread', 'sleep', 250 + seq * 0) = 'null'"))
+        "reflect('java.lang.Thread', 'sleep', 500 + seq * 0) = 'null'"))
     assert query != COUNTS and SMALL == 70
-    backlog = SMALL + 60  # in one file: 15 s
+    backlog = SMALL + 60  # in one file: 30 s
     altered = f"ALTER STREAMING TABLE altering.cnt TRIGGER EVERY 5 AS {query}"
     with hive.connect(host="127.0.0.1", port=thrift_server) as conn, \
             hive.connect(host="127.0.0.1", port=thrift_server) as other:

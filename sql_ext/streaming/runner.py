@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from py4j.protocol import Py4JJavaError
 from pyspark import InheritableThread, StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -129,12 +128,6 @@ def start(spark: SparkSession, entry: Entry, plan: StreamPlan,
     return query
 
 
-# Spark's names of the errors a stop in the middle of a micro-batch raises
-# (StreamExecution.IO_EXCEPTION_NAMES).
-_INTERRUPTIONS = ("java.lang.InterruptedException", "java.io.InterruptedIOException",
-                  "java.nio.channels.ClosedByInterruptException")
-
-
 @contextlib.contextmanager
 def _stop_told_briefly(batch_id: int):
     """A stop in the middle of a micro-batch interrupts the JVM call the batch waits on. Spark
@@ -144,9 +137,9 @@ def _stop_told_briefly(batch_id: int):
     log). Told in one line, the stop is seen as one."""
     try:
         yield
-    except Py4JJavaError as error:
-        cause = str(error.java_exception)
-        if not cause.startswith(_INTERRUPTIONS):
+    except Exception as error:
+        cause = jvm.interruption(error)
+        if cause is None:
             raise
         raise StreamStopped(f"py4j.protocol.Py4JJavaError: An error occurred while calling "
                             f"the JVM in micro-batch {batch_id}: {cause}") from None
