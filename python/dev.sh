@@ -5,7 +5,7 @@
 #   .tools/sbt/     sbt launcher and its caches (the JVM build)
 #   .cache/jars/    Delta's JVM jars from Maven Central
 #   dist/           the wheel (`wheel`), which carries the compiled extension jar
-# Usage: bash python/dev.sh setup | main | test | wheel | bench [args] | load [args] | profile [args]
+# Usage: bash python/dev.sh setup | main | test | soak | wheel | bench [args] | load [args] | profile [args]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -78,36 +78,59 @@ wheel() {
   ls dist/sql_ext-*.whl
 }
 
+# The JVMs that tests start (stream drivers killed and restarted, Thrift servers, a standalone
+# cluster, deploy jobs) live seconds to minutes:
+#  - the C1 compiler alone warms them up with less CPU than C2 takes to compile for the long run
+#    (a stream driver 33.5 s -> 27.3 s on 2 cores); the workers' shared sessions keep C2.
+#    C1 alone also shrinks the JIT's code cache from 240 MB to 48 MB, which a Thrift server's
+#    generated code filled under the load test ("Out of space in CodeCache"; Spark then stopped
+#    its context): the cache keeps its usual size;
+#  - a class-data archive (tests/jvm_archive.py) halves a driver's start (15.5 s -> 7.7 s).
+# Spark reads them from a properties file that PYSPARK_SUBMIT_ARGS names, not from
+# SPARK_CONF_DIR: Spark puts that folder on the class path, and the JVM maps no archive when a
+# folder on its class path holds files.
+test_jvms() {
+  local conf="$ROOT/.cache/test-spark" archive="$ROOT/.cache/test-spark/drivers.jsa"
+  local c1="-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+  mkdir -p "$conf"
+  say "class-data archive of the test drivers (.cache/test-spark)"
+  "$PY" tests/jvm_archive.py "$archive"
+  local shared
+  shared="$("$PY" -c 'import sys; sys.path.insert(0, "tests"); import jvm_archive, pathlib; print(jvm_archive.use_options(pathlib.Path(sys.argv[1])))' "$archive")"
+  printf '%s\n' "spark.driver.defaultJavaOptions $c1 $shared" \
+    "spark.executor.defaultJavaOptions $c1" > "$conf/started.conf"
+  printf '%s\n' "spark.driver.defaultJavaOptions $shared" > "$conf/session.conf"
+  unset SPARK_CONF_DIR
+  export PYSPARK_SUBMIT_ARGS="--properties-file $conf/started.conf pyspark-shell"
+  # tests/conftest.py: the workers' own long-lived sessions (C2).
+  export SQL_EXT_TEST_SESSION_ARGS="--properties-file $conf/session.conf pyspark-shell"
+  export SPARK_DAEMON_JAVA_OPTS="$c1"  # a standalone master and workers
+}
+
 case "${1:-}" in
   setup) setup ;;
   main) setup; shift; exec "$VENV/bin/sql-ext" run-examples "$@" ;;
-  test)
-    setup; shift
-    say "JVM tests (sbt jvm/test)"
-    sbt jvm/test
-    # Two workers: many tests wait on streams, driver processes and Delta commits, not on the
-    # CPU. Each worker has its own Spark session and warehouse (a module's Thrift server may
-    # start once per worker). worksteal: a worker that runs out of tests takes queued ones
-    # from the other, so a few long tests (deploy, kills, load) do not end the run on one.
+  # pytest: `test` without the JVM unit tests, for a quick run of some Python tests.
+  test|soak|pytest)
+    setup
+    if [ "$1" = test ]; then
+      say "JVM tests (sbt jvm/test)"
+      sbt jvm/test
+    elif [ "$1" = soak ]; then
+      export SQL_EXT_SOAK=1  # tests/scale.py: the full-size loads and loops
+    fi
+    shift
     # The Kafka broker the tests start (Maven Central jars, cached under .cache/kafka).
     say "Kafka broker jars (.cache/kafka)"
     "$PY" tests/kafka_broker.py
-    say "Python tests (pytest, ${SQL_EXT_TEST_WORKERS:-2} workers)"
-    # The JVMs that tests start (stream drivers killed and restarted, Thrift servers, a
-    # standalone cluster, deploy jobs) live seconds to minutes: the C1 compiler alone warms them
-    # up with less CPU than C2 takes to compile for the long run (a stream driver 33.5 s ->
-    # 27.3 s on 2 cores). The workers' shared sessions keep C2 (tests/conftest.py). Set
-    # through Spark's own administrator settings, which every driver and executor reads.
-    # C1 alone also shrinks the JIT's code cache from 240 MB to 48 MB, which a Thrift server's
-    # generated code filled under the load test ("Out of space in CodeCache"; Spark then stopped
-    # its context): the cache keeps its usual size.
-    jvm_options="-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
-    export SPARK_CONF_DIR="$ROOT/.cache/test-spark-conf"
-    mkdir -p "$SPARK_CONF_DIR"
-    printf '%s\n' "spark.driver.defaultJavaOptions $jvm_options" \
-      "spark.executor.defaultJavaOptions $jvm_options" > "$SPARK_CONF_DIR/spark-defaults.conf"
-    export SPARK_DAEMON_JAVA_OPTS="$jvm_options"  # a standalone master and workers
-    exec "$PY" -m pytest -n "${SQL_EXT_TEST_WORKERS:-2}" --dist worksteal "$@" ;;
+    test_jvms
+    workers="${SQL_EXT_TEST_WORKERS:-2}"
+    say "Python tests (pytest, $workers workers)"
+    # Two workers: the suite is CPU-bound on 2 cores. worksteal: a worker that runs out of
+    # tests takes queued ones from the other; tests/conftest.py orders the heavy tests so that
+    # each worker starts with its share of them.
+    if [ "${SQL_EXT_SOAK:-}" = 1 ]; then set -- -m soak "$@"; fi
+    exec "$PY" -m pytest -n "$workers" --dist worksteal "$@" ;;
   wheel) wheel ;;
   bench) setup; shift; exec "$PY" python/bench.py "$@" ;;
   load) setup; shift; exec "$PY" python/thrift_load.py "$@" ;;
@@ -118,5 +141,5 @@ case "${1:-}" in
   # A Kafka broker on 127.0.0.1:9092 (or the port given) until Ctrl-C, for the Kafka example.
   kafka) setup_python; shift; exec "$PY" tests/kafka_broker.py serve "$@" ;;
   sbt) setup_python; fetched_jars; shift; sbt "$@" ;;
-  *) echo "usage: bash python/dev.sh setup|main|test|wheel|bench|load|manage-load|share-bench|profile|kafka|sbt ..." >&2; exit 2 ;;
+  *) echo "usage: bash python/dev.sh setup|main|test|soak|pytest|wheel|bench|load|manage-load|share-bench|profile|kafka|sbt ..." >&2; exit 2 ;;
 esac

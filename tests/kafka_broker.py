@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -61,8 +62,10 @@ def _free_port() -> int:
 class Broker:
     """One broker in `folder`; `bootstrap` is its address."""
 
-    def __init__(self, folder: Path, port: int | None = None):
-        self.folder = folder
+    def __init__(self, folder: Path, port: int | None = None, own_group: bool = True):
+        """`own_group`: the broker's JVM in a process group of its own (else in this
+        process's, which a signal to the group then stops with it)."""
+        self.folder, self.own_group = folder, own_group
         self.port, controller = port or _free_port(), _free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         (folder / "data").mkdir(parents=True, exist_ok=True)
@@ -88,7 +91,7 @@ class Broker:
             self.process = subprocess.Popen(
                 ["java", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", cp,
                  "kafka.Kafka", str(self.properties)], stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True)
+                start_new_session=self.own_group)
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.process.poll() is not None:
@@ -103,20 +106,31 @@ class Broker:
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
+            self._signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
+                self._signal(signal.SIGKILL)
                 self.process.wait()
 
+    def _signal(self, sig: int) -> None:
+        if self.own_group:
+            os.killpg(self.process.pid, sig)
+        else:
+            self.process.send_signal(sig)
 
-def serve(port: int) -> None:
-    """A broker on 127.0.0.1:`port` until Ctrl-C (`bash python/dev.sh kafka`), its data in a
-    temporary folder: to try the Kafka example without a Kafka of one's own."""
+
+def serve(port: int, folder: Path | None = None) -> None:
+    """A broker on 127.0.0.1:`port` until Ctrl-C or SIGTERM (`bash python/dev.sh kafka`; the
+    tests' shared broker, tests/shared_servers.py), its data in `folder` or a temporary
+    one: to try the Kafka example without a Kafka of one's own. The broker's JVM shares this
+    process's group, so a signal to the group stops both."""
     import tempfile
 
-    broker = Broker(Path(tempfile.mkdtemp(prefix="sql_ext_kafka_")), port).start()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    temporary = folder is None
+    folder = folder or Path(tempfile.mkdtemp(prefix="sql_ext_kafka_"))
+    broker = Broker(folder, port, own_group=False).start()
     print(f"Kafka broker on {broker.bootstrap} (data in {broker.folder}); Ctrl-C stops it",
           flush=True)
     try:
@@ -125,13 +139,13 @@ def serve(port: int) -> None:
         pass
     finally:
         broker.stop()
-        shutil.rmtree(broker.folder, ignore_errors=True)
+        if temporary:
+            shutil.rmtree(broker.folder, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    import sys
-
     if sys.argv[1:2] == ["serve"]:
-        serve(int(sys.argv[2]) if len(sys.argv) > 2 else 9092)
+        serve(int(sys.argv[2]) if len(sys.argv) > 2 else 9092,
+              Path(sys.argv[3]) if len(sys.argv) > 3 else None)
     else:
         print(f"{len(classpath().split(':'))} Kafka broker jars in {CACHE / 'lib'}")

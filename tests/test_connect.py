@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from shared_servers import CONNECT_TOKEN as TOKEN
 
 from sql_ext.server.thrift import free_port, wait_for_port
 
 TESTS = Path(__file__).resolve().parent
-TOKEN = "s3cret-token-for-tests"
 ROWS = [("a", i, float(i)) for i in range(10)] + [("b", i, 100.0 + i) for i in range(7)]
 
 
@@ -29,22 +29,6 @@ def _start(tmp_path, *options):
     return process, port
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    work = tmp_path_factory.mktemp("connect")
-    process, port = _start(work, "--auth", "token")
-    try:
-        wait_for_port("127.0.0.1", port, timeout=180)
-        yield port, work
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=30)
-
-
 def _client(url, source, timeout=600):
     return subprocess.run([sys.executable, str(TESTS / "connect_client.py"), url, source],
                           capture_output=True, text=True, timeout=timeout)
@@ -55,8 +39,8 @@ def _load(spark, name):
         .write.mode("overwrite").saveAsTable(name)
 
 
-def test_a_remote_client_gets_the_windowed_surface(server, spark):
-    port, work = server
+def test_a_remote_client_gets_the_windowed_surface(connect_server, spark):
+    port = connect_server.port
     # The rows reach the server's warehouse from a first remote statement: a plain one.
     loader = subprocess.run(
         [sys.executable, "-c", "import sys; from pyspark.sql import SparkSession; "
@@ -66,7 +50,8 @@ def test_a_remote_client_gets_the_windowed_surface(server, spark):
          repr(ROWS)], capture_output=True, text=True, timeout=300)
     assert loader.returncode == 0, loader.stderr[-3000:]
     result = _client(f"sc://localhost:{port}/;token={TOKEN}", "remote_src")
-    assert result.returncode == 0, result.stderr[-3000:] + (work / "connect.log").read_text()[-3000:]
+    assert result.returncode == 0, (result.stderr[-3000:]
+                                    + connect_server.log.read_text()[-3000:])
     seen = json.loads(result.stdout.split("RESULT ", 1)[1])
     assert seen["session"] == "pyspark.sql.connect.session"
 
@@ -85,8 +70,8 @@ def test_a_remote_client_gets_the_windowed_surface(server, spark):
 
 
 @pytest.mark.parametrize("url_tail", [";token=wrong", ""])
-def test_a_client_without_the_token_is_refused(server, url_tail):
-    port, _ = server
+def test_a_client_without_the_token_is_refused(connect_server, url_tail):
+    port = connect_server.port
     probe = subprocess.run(
         [sys.executable, "-c", "import sys; from pyspark.sql import SparkSession; "
          "s = SparkSession.builder.remote(sys.argv[1]).getOrCreate(); s.sql('SELECT 1').collect()",

@@ -45,7 +45,7 @@ def strange_run(tmp_path_factory):
         shutil.copy(jar, cache / jar.name)
     env = dict(os.environ, PYTHONPATH=str(package), SQL_EXT_JAR_CACHE=str(cache),
                SQL_EXT_WAREHOUSE=str(folder / "warehouse"))
-    env.pop("SPARK_CONF_DIR", None)  # dev.sh test's compiler setting: not this process's path
+    env.pop("PYSPARK_SUBMIT_ARGS", None)  # dev.sh test's JVM settings: not this process's path
     done = subprocess.run([sys.executable, str(TESTS / "paths_driver.py"), str(folder)],
                           cwd=folder, env=env, capture_output=True, text=True, timeout=600)
     output = done.stdout + done.stderr

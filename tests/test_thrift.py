@@ -9,38 +9,16 @@ from pathlib import Path
 
 import pyspark
 import pytest
-from pyhive import hive
 
-from sql_ext.server.thrift import free_port, wait_for_port
+from sql_ext.server.thrift import free_port
 
 WINDOWED = ("SELECT customer, WINDOW_ID() AS n, SUM(cost) AS total FROM thrift_orders "
             "WINDOW TUMBLING COUNT(3) OVER (PARTITION BY customer ORDER BY seq)")
 EXPECTED = [("A", 0, 9.0), ("A", 1, 27.0), ("B", 0, 12.0), ("B", 1, 30.0)]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    port = free_port()
-    log = tmp_path_factory.mktemp("thrift") / "server.log"
-    warehouse = tmp_path_factory.mktemp("thrift_warehouse")
-    with open(log, "w") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "sql_ext.cli", "thriftserver", "--port", str(port),
-             "--warehouse", str(warehouse)],
-            stdout=out, stderr=subprocess.STDOUT, cwd=warehouse)
-    try:
-        wait_for_port("127.0.0.1", port, timeout=120)
-        yield port
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-
-
-def test_pyhive_runs_windowed_sql(server):
-    with hive.connect(host="127.0.0.1", port=server) as conn:
+def test_pyhive_runs_windowed_sql(jdbc):
+    with jdbc.connect() as conn:
         cursor = conn.cursor()
         cursor.execute("CREATE OR REPLACE TABLE thrift_orders USING DELTA AS "
                        "SELECT id AS seq, IF(id % 2 = 1, 'A', 'B') AS customer, "
@@ -49,9 +27,9 @@ def test_pyhive_runs_windowed_sql(server):
         assert sorted(cursor.fetchall()) == EXPECTED
 
 
-def test_bad_window_is_a_clear_error_and_server_survives(server):
-    test_pyhive_runs_windowed_sql(server)  # the table (xdist may run this test alone)
-    with hive.connect(host="127.0.0.1", port=server) as conn:
+def test_bad_window_is_a_clear_error_and_server_survives(jdbc):
+    test_pyhive_runs_windowed_sql(jdbc)  # the table
+    with jdbc.connect() as conn:
         cursor = conn.cursor()
         with pytest.raises(Exception, match=r"COUNT\(0\): the count must be at least 1"):
             cursor.execute("SELECT SUM(cost) FROM thrift_orders WINDOW TUMBLING COUNT(0)")
@@ -59,12 +37,12 @@ def test_bad_window_is_a_clear_error_and_server_survives(server):
         assert cursor.fetchall() == [(12,)]
 
 
-def test_beeline_runs_windowed_sql(server):
-    test_pyhive_runs_windowed_sql(server)  # the table beeline reads
+def test_beeline_runs_windowed_sql(jdbc):
+    test_pyhive_runs_windowed_sql(jdbc)  # the table beeline reads
     beeline = Path(pyspark.__file__).parent / "bin" / "beeline"
     env = dict(os.environ, SPARK_HOME=str(Path(pyspark.__file__).parent))
     result = subprocess.run(
-        [str(beeline), "-u", f"jdbc:hive2://127.0.0.1:{server}/default", "--silent=true",
+        [str(beeline), "-u", f"jdbc:hive2://127.0.0.1:{jdbc.port}/{jdbc.database}", "--silent=true",
          "--outputformat=csv2", "-e", WINDOWED + " ORDER BY customer, n"],
         capture_output=True, text=True, timeout=180, env=env)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -74,10 +52,10 @@ def test_beeline_runs_windowed_sql(server):
     assert lines == ["customer,n,total", "A,0,9.0", "A,1,27.0", "B,0,12.0", "B,1,30.0"]
 
 
-def test_streaming_table_statements_over_thrift(server):
+def test_streaming_table_statements_over_thrift(jdbc):
     """CREATE STREAMING TABLE, SHOW STREAMS and STOP STREAM from a JDBC client: the stream
     runs in the server's process on the client's session."""
-    with hive.connect(host="127.0.0.1", port=server) as conn:
+    with jdbc.connect() as conn:
         cursor = conn.cursor()
         cursor.execute("CREATE TABLE thrift_events (k STRING, ts TIMESTAMP, v DOUBLE) USING DELTA")
         cursor.execute("INSERT INTO thrift_events VALUES ('a', TIMESTAMP'2020-01-01 00:00:01', 1),"
@@ -93,7 +71,8 @@ def test_streaming_table_statements_over_thrift(server):
                                      ("b", "2020-01-01 00:00:10", 4.0)]
         cursor.execute("SHOW STREAMS")
         rows = {row[0]: row for row in cursor.fetchall()}
-        assert rows["default.thrift_sums"][1] == "STOPPED" and rows["default.thrift_sums"][4] == 4
+        sums = rows[f"{jdbc.database}.thrift_sums"]
+        assert sums[1] == "STOPPED" and sums[4] == 4
         with pytest.raises(Exception, match="STOP STREAM thrift_sums: no streaming table"):
             cursor.execute("STOP STREAM thrift_sums")
         cursor.execute("SELECT COUNT(*) FROM thrift_events")
@@ -111,7 +90,7 @@ def test_a_hive_session_without_the_thrift_address_is_refused_at_once(spark):
         start_thrift_server(spark, "127.0.0.1", port)
 
 
-def test_a_kafka_topic_table_through_pyhive(server, kafka):
+def test_a_kafka_topic_table_through_pyhive(jdbc, kafka):
     """A topic declared, windowed in batch, and streamed into a streaming table, all by JDBC;
     its undecodable message counted and read."""
     import uuid
@@ -123,7 +102,7 @@ def test_a_kafka_topic_table_through_pyhive(server, kafka):
     produce(kafka, topic, [(k, {"id": i, "k": k, "v": float(i)})
                            for i, k in enumerate("ababab")] + [("a", "oops")],
             {"a": 0, "b": 1}.get)
-    with hive.connect(host="127.0.0.1", port=server) as conn:
+    with jdbc.connect() as conn:
         cursor = conn.cursor()
         cursor.execute("DROP TABLE IF EXISTS thrift_topic")
         cursor.execute(f"CREATE TABLE thrift_topic (id BIGINT, k STRING, v DOUBLE) USING kafka "
