@@ -100,6 +100,11 @@ test_jvms() {
   printf '%s\n' "spark.driver.defaultJavaOptions $c1 $shared" \
     "spark.executor.defaultJavaOptions $c1" > "$conf/started.conf"
   printf '%s\n' "spark.driver.defaultJavaOptions $shared" > "$conf/session.conf"
+  # For spark-submit's own drivers (tests/test_deploy.py), which read a conf folder: C1 only.
+  mkdir -p "$conf/conf"
+  printf '%s\n' "spark.driver.defaultJavaOptions $c1" "spark.executor.defaultJavaOptions $c1" \
+    > "$conf/conf/spark-defaults.conf"
+  export SQL_EXT_TEST_SPARK_CONF_DIR="$conf/conf"
   unset SPARK_CONF_DIR
   export PYSPARK_SUBMIT_ARGS="--properties-file $conf/started.conf pyspark-shell"
   # tests/conftest.py: the workers' own long-lived sessions (C2).

@@ -21,7 +21,7 @@ from sql_ext.server.thrift import free_port, wait_for_port
 ROOT = Path(__file__).resolve().parents[1]
 JOB = Path(__file__).resolve().parent / "deploy_job.py"
 VENV_BIN = Path(sys.executable).parent
-# What executors need for UDAFs: pyspark's own dependencies for Arrow UDFs, not sql_ext.
+# What executors need for UDAFs: pyspark and its dependencies for Arrow UDFs, not sql_ext.
 WORKER_PACKAGES = ("pyspark", "pyarrow", "pandas", "numpy")
 
 
@@ -182,12 +182,42 @@ class StandaloneCluster:
 
 @pytest.fixture(scope="module")
 def worker_python(tmp_path_factory):
-    """Executors' Python: pyspark and the Arrow UDF dependencies, at the driver's versions."""
-    versions = [f"{p}=={importlib.metadata.version(p)}" for p in WORKER_PACKAGES]
-    python = make_venv(tmp_path_factory.mktemp("workers") / "venv", *versions)
+    """Executors' Python: pyspark and the Arrow UDF dependencies, the driver's own copies
+    (linked into a virtual environment of their own), and no sql_ext."""
+    folder = tmp_path_factory.mktemp("workers") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    python = folder / "bin" / "python"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path("
+                                "'purelib'))"], capture_output=True, text=True,
+                               check=True).stdout.strip())
+    for dist in _with_requirements(WORKER_PACKAGES):
+        for top in {Path(str(f)).parts[0] for f in dist.files or ()} - {"..", "__pycache__"}:
+            target = Path(dist.locate_file(top))
+            if target.exists() and not (site / top).exists():
+                (site / top).symlink_to(target)
     lacks = subprocess.run([str(python), "-c", "import sql_ext"], capture_output=True)
     assert lacks.returncode != 0  # the executors cannot import sql_ext
+    has = subprocess.run([str(python), "-c", "import pyspark, pyarrow, pandas, numpy"],
+                         capture_output=True, text=True)
+    assert has.returncode == 0, has.stderr
     return python
+
+
+def _with_requirements(names) -> list:
+    """The distributions `names` and everything they require (no extras), installed here."""
+    from packaging.requirements import Requirement
+
+    found, todo = {}, list(names)
+    while todo:
+        dist = importlib.metadata.distribution(todo.pop())
+        if dist.metadata["Name"].lower() in found:
+            continue
+        found[dist.metadata["Name"].lower()] = dist
+        for line in dist.requires or ():
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
+    return list(found.values())
 
 
 def test_standalone_cluster_and_spark_submit(tmp_path, worker_python, numbers_topic):
@@ -199,19 +229,23 @@ def test_standalone_cluster_and_spark_submit(tmp_path, worker_python, numbers_to
     cluster = StandaloneCluster(tmp_path, clean_env(SPARK_HOME=spark_home)).start()
     job_env = clean_env(PYSPARK_PYTHON=str(worker_python), PYSPARK_DRIVER_PYTHON=sys.executable,
                         SPARK_HOME=spark_home, SQL_EXT_DEPLOY_KAFKA=numbers_topic)
+    # spark-submit's own drivers read dev.sh test's JVM settings (C1) from a conf folder.
+    submit_env = dict(job_env)
+    if "SQL_EXT_TEST_SPARK_CONF_DIR" in os.environ:
+        submit_env["SPARK_CONF_DIR"] = os.environ["SQL_EXT_TEST_SPARK_CONF_DIR"]
     submit = [str(VENV_BIN / "spark-submit"), "--conf", "spark.executor.memory=512m"]
     try:
         on_cluster = {
             "configure": run_job([sys.executable, str(JOB), "configure"], tmp_path / "job1",
                                  job_env, tmp_path, cluster.url),
             "spark-submit": run_job([*submit, "--master", cluster.url, str(JOB), "configure"],
-                                    tmp_path / "job2", job_env, tmp_path),
+                                    tmp_path / "job2", submit_env, tmp_path),
         }
         served = query_thrift_server_on(cluster, tmp_path, job_env)
     finally:
         cluster.stop()
     local = run_job([*submit, "--master", "local[2]", str(JOB), "configure"], tmp_path / "job3",
-                    job_env, tmp_path)
+                    submit_env, tmp_path)
     for name, result in {**on_cluster, "spark-submit local": local}.items():
         check_result(result, kafka=True)
     assert {r["master"] for r in on_cluster.values()} == {cluster.url}
