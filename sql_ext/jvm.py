@@ -21,7 +21,7 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import StructType
 
 # The extension's Scala objects that Python calls, by fully qualified name.
-REWRITER_REGISTRY = "io.sqlext.parser.SqlRewriterRegistry"
+REWRITER_REGISTRY = "io.sqlext.rewriter.SqlRewriterRegistry"
 PARTIAL_AGGREGATES = "io.sqlext.aggregate.PartialAggregates"
 STREAMING_WINDOWS = "io.sqlext.streaming.StreamingWindows"
 LATE_ROW_FILES = "io.sqlext.streaming.delta.LateRowFiles"
@@ -66,7 +66,7 @@ def _session(spark: SparkSession):
 # -- the rewriter and functions -------------------------------------------------------------
 
 def register_rewriter(spark: SparkSession, rewriter) -> None:
-    """Registers `rewriter` (a py4j callback implementing io.sqlext.parser.SqlRewriter) with
+    """Registers `rewriter` (a py4j callback implementing io.sqlext.rewriter.SqlRewriter) with
     the JVM's RewritingParser."""
     ensure_callback_server_started(spark.sparkContext._gateway)
     try:

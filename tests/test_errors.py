@@ -177,7 +177,7 @@ class _HungRewriter:
         return '{"error": "not used"}'
 
     class Java:
-        implements = ["io.sqlext.parser.SqlRewriter"]
+        implements = ["io.sqlext.rewriter.SqlRewriter"]
 
 
 def test_a_hung_rewrite_fails_its_statement_in_time_and_the_session_goes_on(spark, readings):
@@ -186,7 +186,7 @@ def test_a_hung_rewrite_fails_its_statement_in_time_and_the_session_goes_on(spar
     from sql_ext.server import callback
 
     hung = _HungRewriter()
-    registry = spark.sparkContext._jvm.io.sqlext.parser.SqlRewriterRegistry
+    registry = spark.sparkContext._jvm.io.sqlext.rewriter.SqlRewriterRegistry
     registry.register(hung)
     spark.conf.set("spark.sql_ext.rewriter.timeout", "2s")
     try:

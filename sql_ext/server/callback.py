@@ -3,7 +3,7 @@
 RewritingParser asks `rewrite` about a statement only when Spark's own parser rejected it
 (a statement Spark parses stays Spark's, spec/sql.md section 10); StreamStatementCommand calls `execute` when
 it runs a streaming statement, with the session of the client. The answer protocol is
-documented on io.sqlext.parser.SqlRewriter.
+documented on io.sqlext.rewriter.SqlRewriter.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class _Rewriter:
         return statements.answer_execute(sql_text, jvm.session_of(jsession), statement_id)
 
     class Java:
-        implements = ["io.sqlext.parser.SqlRewriter"]
+        implements = ["io.sqlext.rewriter.SqlRewriter"]
 
 
 _registered: dict[int, _Rewriter] = {}

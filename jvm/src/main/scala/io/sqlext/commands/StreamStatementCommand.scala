@@ -2,7 +2,7 @@ package io.sqlext.commands
 
 import io.sqlext.Contract
 import io.sqlext.SqlExtErrors
-import io.sqlext.parser.SqlRewriterRegistry
+import io.sqlext.rewriter.SqlRewriterRegistry
 import org.apache.spark.sql.{Row, SparkSession}
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference}
 import org.apache.spark.sql.execution.command.LeafRunnableCommand

@@ -6,7 +6,8 @@ package io.sqlext
  * waits for the stream of one that returns when its pass ends (`AwaitedStreams`), stopping it
  * when the statement is cancelled or times out (`CancelledStatements`).
  *
- * May import: `parser` (the rewriter's registry), `streaming.catalog` (the registry of runs and
- * its short errors), `SqlExtErrors` and Spark.
+ * May import: [[io.sqlext.rewriter]] (the rewriter's registry), `streaming.catalog` (the
+ * registry of runs and its short errors) and Spark.
+ * Never `parser`, which returns these commands.
  */
 package object commands

@@ -8,7 +8,7 @@ package io.sqlext
  * (`WindowMetrics`, called by `sql_ext.metrics`) and batch LATE ROWS INTO (`LateRowsWriter`).
  * The engines the nodes run live in [[io.sqlext.replay]].
  *
- * May import: `replay`, `window`, `aggregate`, `plans.logical`, `expressions` and Spark; never
- * `streaming` or `commands`.
+ * May import: `replay`, `window`, `aggregate`, `plans.logical`, `expressions` and Spark.
+ * Never `streaming` or `commands`.
  */
 package object execution

@@ -8,8 +8,10 @@ package io.sqlext
  * micro-batch source over Spark's own ([[io.sqlext.kafka.DecodedKafkaSource]]).
  *
  * Spark's Kafka connector is reached only by its data source name ("kafka"), never by a class,
- * so loading the extension needs no Kafka jar until a topic table is read. May import
- * `expressions`, `streaming.catalog` (a stream's counters), `SqlExtErrors` and Spark; nothing
- * imports it but `analysis` (the provider's name) and the extension's wiring.
+ * so loading the extension needs no Kafka jar until a topic table is read.
+ *
+ * May import: `expressions`, `streaming.catalog` (a stream's counters),
+ * `org.apache.spark.sql.sqlext` (a Column of the decoding expression) and Spark.
+ * Nothing imports it but `analysis` (the provider's name) and the extension's wiring.
  */
 package object kafka

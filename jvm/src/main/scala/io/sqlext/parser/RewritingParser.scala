@@ -5,7 +5,8 @@ import org.apache.spark.sql.catalyst.{FunctionIdentifier, TableIdentifier}
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParseException, ParserInterface}
 import io.sqlext.commands.StreamStatementCommand
-import io.sqlext.parser.SqlRewriterRegistry.timeoutOf
+import io.sqlext.rewriter.SqlRewriterRegistry
+import io.sqlext.rewriter.SqlRewriterRegistry.timeoutOf
 import org.apache.spark.sql.catalyst.plans.logical.{CreateFlowCommand,
   CreateMaterializedViewAsSelect, CreateStreamingTableAsSelect, LogicalPlan}
 import org.apache.spark.sql.{AnalysisException, SparkSession}

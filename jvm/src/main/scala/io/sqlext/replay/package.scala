@@ -11,7 +11,7 @@ package io.sqlext
  * `PaneExpansion`). Engines and rules, not plan nodes: the batch operators of
  * [[io.sqlext.execution]] and the streaming processors call them.
  *
- * May import: `window`, `aggregate`, `expressions` and Spark; never `execution`, `streaming`
- * or `commands`.
+ * May import: `window`, `aggregate`, `expressions` and Spark.
+ * Never `execution`, `streaming` or `commands`.
  */
 package object replay

@@ -17,7 +17,11 @@ package io.sqlext
  *  - [[io.sqlext.streaming.processors]]: the `StatefulProcessor`s;
  *  - the root, which wires them.
  *
- * Every package here may import `replay`, `window`, `aggregate`, `plans.logical`, `SqlExtErrors`
- * and Spark, never `execution` (the batch plan nodes) or `commands`.
+ * Each package's own documentation says which of `replay`, `window`, `aggregate` and
+ * `plans.logical` it may import; none imports `execution` (the batch plan nodes) or `commands`.
+ *
+ * May import: [[io.sqlext.streaming.time]], [[io.sqlext.streaming.delta]],
+ * [[io.sqlext.streaming.catalog]], [[io.sqlext.streaming.input]],
+ * [[io.sqlext.streaming.processors]], `replay`, `window`, `aggregate`, `plans.logical` and Spark.
  */
 package object streaming

@@ -11,6 +11,8 @@ package io.sqlext.streaming
  *
  * May import: [[io.sqlext.streaming.time]], [[io.sqlext.streaming.delta]] (late-row files),
  * [[io.sqlext.streaming.catalog]] (the drop counters), `replay`, `window`, `aggregate`,
- * `plans.logical` and Spark; never the processors.
+ * `plans.logical`, `org.apache.spark.sql.sqlext` (a Column of its own expression, a DataFrame
+ * of its own plan) and Spark.
+ * Never the processors, which read what it makes.
  */
 package object input

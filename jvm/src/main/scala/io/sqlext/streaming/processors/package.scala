@@ -9,6 +9,7 @@ package io.sqlext.streaming
  * WATERMARK BY markers (`MarkerPaneProcessor`). Their state layouts are what checkpoints hold.
  *
  * May import: [[io.sqlext.streaming.input]], [[io.sqlext.streaming.time]],
- * [[io.sqlext.streaming.catalog]] (the drop counters), `replay`, `window`, `aggregate` and Spark.
+ * [[io.sqlext.streaming.catalog]] (the drop counters), [[io.sqlext.streaming.delta]] (late-row
+ * files), `replay`, `window`, `aggregate` and Spark.
  */
 package object processors

@@ -6,6 +6,7 @@ package io.sqlext.streaming
  * batch's drop point as an expression (`LateDropPoint`), and the idle clock of WATERMARK ... IDLE
  * (`IdleClock`, `IdleClockSource`).
  *
- * May import: `window` and Spark; nothing else of `streaming`.
+ * May import: `window` and Spark.
+ * Nothing else of `streaming`: every other package of it may import this one.
  */
 package object time
