@@ -76,14 +76,17 @@ def statement(rng: random.Random, kind: str, table: str) -> str:
     }[kind]
 
 
-def client(port: int, own: str, seed: int, first: str, until: float, results: list) -> None:
-    """Sends `first`, then random statements until `until`."""
+def client(port: int, own: str, seed: int, first: list[str], until: float,
+           results: list) -> None:
+    """Sends a statement of each kind in `first` (however long they take), then random ones
+    until `until`."""
     rng = random.Random(seed)
-    kind = first
+    first = list(first)
+    kind = first.pop(0)
     try:
         with hive.connect(host="127.0.0.1", port=port) as conn:
             cursor = conn.cursor()
-            while time.monotonic() < until:
+            while time.monotonic() < until or first:
                 table = rng.choice(SHARED) if rng.random() < 0.6 else own
                 sql = statement(rng, kind, table)
                 started = time.perf_counter()
@@ -99,7 +102,8 @@ def client(port: int, own: str, seed: int, first: str, until: float, results: li
                     else:
                         outcome, problem = "wrong", f"{sql.split(' AS ')[0]}: {text[:800]}"
                 results.append((kind, outcome, time.perf_counter() - started, problem))
-                kind = rng.choices(list(KINDS), weights=list(KINDS.values()))[0]
+                kind = first.pop(0) if first else \
+                    rng.choices(list(KINDS), weights=list(KINDS.values()))[0]
     except Exception as failure:  # noqa: BLE001 - a broken connection is a failure to report
         results.append(("connection", "wrong", None, f"the connection failed: {failure!r}"))
 
@@ -224,9 +228,11 @@ def main(argv: list[str] | None = None) -> int:
             results: list = []
             started = time.monotonic()
             until = started + args.seconds
+            # Client i starts with the kinds i, i + clients, ...: every kind runs, however
+            # few clients there are.
             clients = [threading.Thread(target=client, args=(
-                port, f"mgmt.own_{i}", args.seed * 100 + i, list(KINDS)[i % len(KINDS)],
-                until, results), daemon=True)  # each kind first somewhere
+                port, f"mgmt.own_{i}", args.seed * 100 + i, list(KINDS)[i::args.clients]
+                or [list(KINDS)[i % len(KINDS)]], until, results), daemon=True)
                 for i in range(args.clients)]
             for thread in clients:
                 thread.start()

@@ -90,11 +90,15 @@ def panes_expected(d: int) -> list[tuple]:
     return sorted((c, start, len(v), max(v)) for (c, start), v in panes.items())
 
 
-def statements(rng: random.Random) -> tuple[str, str, object]:
-    """One statement: (kind, sql, expected rows or an error fragment)."""
-    kind = rng.choices(
-        ["tumbling", "tumbling_plain", "panes", "panes_plain", "malformed", "malformed_plain",
-         "plain", "show_streams"], weights=[3, 3, 3, 3, 4, 2, 2, 1])[0]
+KINDS = {"tumbling": 3, "tumbling_plain": 3, "panes": 3, "panes_plain": 3, "malformed": 4,
+         "malformed_plain": 2, "plain": 2, "show_streams": 1}  # kind: weight in the mix
+
+
+def statements(rng: random.Random, kind: str | None = None,
+               malformed: tuple[str, str] | None = None) -> tuple[str, str, object]:
+    """One statement: (kind, sql, expected rows or an error fragment); of `kind` (and, for the
+    malformed kinds, the statement `malformed`) where given, else drawn."""
+    kind = kind or rng.choices(list(KINDS), weights=list(KINDS.values()))[0]
     n, d = rng.randint(2, 9), rng.choice([30, 60, 120, 300])
     if kind == "tumbling":
         return kind, ("SELECT customer, WINDOW_ID() AS w, SUM(cost) AS total FROM load_orders "
@@ -114,14 +118,22 @@ def statements(rng: random.Random) -> tuple[str, str, object]:
                       "COUNT(*) AS c, MAX(cost) AS m FROM load_orders_ts "
                       f"GROUP BY customer, window(ts, '{d} seconds')"), panes_expected(d)
     if kind == "malformed":
-        return (kind, *rng.choice(MALFORMED))
+        return (kind, *(malformed or rng.choice(MALFORMED)))
     if kind == "malformed_plain":
-        return (kind, *rng.choice(MALFORMED_PLAIN))
+        return (kind, *(malformed or rng.choice(MALFORMED_PLAIN)))
     if kind == "plain":
         return kind, ("SELECT customer, COUNT(*), SUM(cost) FROM load_orders GROUP BY customer"), \
             sorted((c, ROWS // 6, sum(cost for _, cc, cost, _ in orders() if cc == c))
                    for c in CUSTOMERS)
     return kind, "SHOW STREAMS", "default.load_stream"
+
+
+def covering(rng: random.Random) -> list[tuple[str, str, object]]:
+    """Every kind of statement once and every malformed statement once: a mix that starts with
+    these checks all of them however few statements it has."""
+    return ([statements(rng, kind) for kind in KINDS if not kind.startswith("malformed")]
+            + [statements(rng, "malformed", m) for m in MALFORMED]
+            + [statements(rng, "malformed_plain", m) for m in MALFORMED_PLAIN])
 
 
 def check(kind: str, rows, error: str | None, expected) -> str | None:
@@ -253,10 +265,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=15)
     parser.add_argument("--deadline", type=float, default=1200, help="seconds for the run")
     parser.add_argument("--json", help="also write the figures and failures here")
+    parser.add_argument("--cover", action="store_true",
+                        help="start the mix with every kind and every malformed statement once "
+                             "(the tests' small run checks each of them)")
     args = parser.parse_args(argv)
 
     rng = random.Random(args.seed)
-    mix = [statements(rng) for _ in range(args.statements)]
+    mix = covering(rng) if args.cover else []
+    mix += [statements(rng) for _ in range(args.statements - len(mix))]
+    rng.shuffle(mix)
     shares = [mix[i::args.clients] for i in range(args.clients)]
     with tempfile.TemporaryDirectory(prefix="sql_ext_load_") as work:
         port, log = free_port(), Path(work) / "server.log"

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from scale import size
 from stream_driver import MARKERS
 from test_streaming import T0, _expected
 
@@ -104,10 +105,12 @@ QUERIES_OVER_SOURCE = {
     "markers": MARKERS.format(source="delta.`{source}`"),
 }
 
-# Seed n takes query n % 3: 1 the ordered COUNT, 2 the sliding partials, 3 WATERMARK BY.
+# Seed n takes query n % 3: 1 the ordered COUNT, 2 the sliding partials, 3 WATERMARK BY. The
+# soak runs each query twice, with three kills each; the suite once, with two.
 CRASH_QUERIES = ("markers", "ordered_count", "sliding_partials")
-CRASH_RUNS = [(seed, CRASH_QUERIES[seed % 3]) for seed in [1, 2, 3] + [
+CRASH_RUNS = [(seed, CRASH_QUERIES[seed % 3]) for seed in size([1, 2, 3], [1, 2, 3, 4, 5, 6]) + [
     int(seed) for seed in os.environ.get("SQL_EXT_CRASH_SEEDS", "").split(",") if seed.strip()]]
+KILLS = size(2, 3)
 
 
 def _last_firing_per_pane(rows):
@@ -119,6 +122,8 @@ def _last_firing_per_pane(rows):
     return list(last.values())
 
 
+@pytest.mark.soak
+@pytest.mark.heavy
 @pytest.mark.parametrize("seed,query", CRASH_RUNS)
 def test_killed_at_random_moments_while_a_feeder_appends(spark, tmp_path, seed, query):
     """A feeder appends batches of random sizes (rows shuffled within each) at random pauses
@@ -154,7 +159,7 @@ def test_killed_at_random_moments_while_a_feeder_appends(spark, tmp_path, seed, 
     feeder.start()
     env = dict(os.environ, SQL_EXT_DRIVER_EVERY="0.5")
     try:
-        for kill_after in [rng.uniform(5.0, 14.0) for _ in range(3)]:
+        for kill_after in [rng.uniform(5.0, 14.0) for _ in range(KILLS)]:
             args = [sys.executable, str(DRIVER), str(tmp_path / "warehouse"), str(source),
                     str(tmp_path / "sink"), str(tmp_path / "checkpoint"), query]
             process = subprocess.Popen(args, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,

@@ -17,22 +17,24 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from kafka_driver import QUERIES, topic_table
 from kafka_messages import create_topic, produce
+from scale import size
 
 DRIVER = Path(__file__).resolve().parent / "kafka_driver.py"
 PARTITION_OF = {"a": 0, "b": 1, "c": 2}.get
-# Seed n runs query n % 2; more by hand: SQL_EXT_KAFKA_CRASH_SEEDS=3,4
-RUNS = [(seed, sorted(QUERIES)[seed % 2]) for seed in [1, 2] + [
+# Seed n runs query n % 2; more by hand: SQL_EXT_KAFKA_CRASH_SEEDS=3,4. The soak runs each
+# query twice with four kills each; the suite once with two, one of each kind.
+RUNS = [(seed, sorted(QUERIES)[seed % 2]) for seed in size([1, 2], [1, 2, 3, 4]) + [
     int(s) for s in os.environ.get("SQL_EXT_KAFKA_CRASH_SEEDS", "").split(",") if s.strip()]]
 
 
 def KILLS(rng):  # noqa: N802 - a table of kills, drawn from the seed
-    """(after the stream runs?, seconds): two kills while it runs, one from the process's start
-    (starting up, or creating the streaming table), one more while it runs."""
-    return [(True, rng.uniform(0.5, 5.0)), (False, rng.uniform(2.0, 25.0)),
-            (True, rng.uniform(0.0, 5.0)), (True, rng.uniform(0.0, 3.0))]
+    """(after the stream runs?, seconds): a kill while it runs, one from the process's start
+    (starting up, or creating the streaming table), and in the soak two more while it runs."""
+    kills = [(True, rng.uniform(0.5, 5.0)), (False, rng.uniform(2.0, 25.0)),
+             (True, rng.uniform(0.0, 5.0)), (True, rng.uniform(0.0, 3.0))]
+    return kills[:size(2, 4)]
 
 
 def _wait_for_a_batch(warehouse, process, log):
@@ -55,6 +57,8 @@ def _rows(frame, columns):
                   for r in frame.select(*columns).collect())
 
 
+@pytest.mark.soak
+@pytest.mark.heavy
 @pytest.mark.parametrize("seed,query", RUNS)
 def test_killed_at_random_moments_while_a_producer_writes(spark, kafka, tmp_path, seed, query):
     rng = random.Random(seed)

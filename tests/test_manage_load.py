@@ -1,23 +1,31 @@
-"""Many people managing streams on one server at once: 16 PyHive clients for 90 s send CREATE,
-CREATE ... TRIGGER EVERY, CREATE OR REPLACE, ALTER, REFRESH, STOP STREAM, DROP TABLE, DROP
-STREAMING TABLE, queries and SHOW STREAMS on three shared names and one name each, while a
-feeder appends to the source (`python/manage_load.py`, its own `sql-ext thriftserver`). Every
-statement is answered, an error only where two clients race and naming it; no client hangs;
-the streams the JVM runs (Spark's UI) are exactly those SHOW STREAMS lists RUNNING; every
-streaming table left holds exactly the windows of its batch query."""
+"""Many people managing streams on one server at once: PyHive clients send CREATE, CREATE ...
+TRIGGER EVERY, CREATE OR REPLACE, ALTER, REFRESH, STOP STREAM, DROP TABLE, DROP STREAMING
+TABLE, queries and SHOW STREAMS on three shared names and one name each, while a feeder appends
+to the source (`python/manage_load.py`, its own `sql-ext thriftserver`). Every statement is
+answered, an error only where two clients race and naming it; no client hangs; the streams the
+JVM runs (Spark's UI) are exactly those SHOW STREAMS lists RUNNING; every streaming table left
+holds exactly the windows of its batch query.
+
+The suite's run: 5 clients for 30 s, every kind of statement among their first ones.
+`dev.sh soak`: 16 clients for 90 s."""
 
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from scale import size
+
 LOAD = Path(__file__).resolve().parents[1] / "python" / "manage_load.py"
+CLIENTS, SECONDS = size((5, 30), (16, 90))
 
 
-def test_sixteen_clients_manage_streams_at_once(tmp_path):
+@pytest.mark.soak
+def test_many_clients_manage_streams_at_once(tmp_path):
     figures = tmp_path / "load.json"
     result = subprocess.run(
-        [sys.executable, str(LOAD), "--clients", "16", "--seconds", "90",
+        [sys.executable, str(LOAD), "--clients", str(CLIENTS), "--seconds", str(SECONDS),
          "--json", str(figures)], capture_output=True, text=True, timeout=1500)
     print(result.stdout)
     assert result.returncode == 0, (result.stdout[-4000:] + result.stderr[-4000:]

@@ -13,6 +13,7 @@ import urllib.request
 
 import pytest
 from pyhive import hive
+from scale import size
 from TCLIService.ttypes import TExecuteStatementReq, TGetOperationStatusReq, TOperationState
 from test_catalog import _kill, _start_server
 from test_managed_streams import _streams, _until
@@ -21,13 +22,22 @@ from sql_ext.server.thrift import free_port
 
 KEYS = 7
 SIZE = 3
-SMALL, LARGE = 70, 3_000_000  # rows of the source before and after the long REFRESH
+# Rows of the source before the long REFRESH, and of its backlog: in the suite a backlog whose
+# rows each sleep as they are read (reflect returns the string 'null'), in one task, so that a
+# pass takes 18 s with the CPU free for the statements that watch it; in the soak 3M rows
+# that take minutes to window.
+SMALL = 70
+BACKLOG, SLEEP_MS = size((60, 300), (3_000_000, 0))
+LARGE = SMALL + BACKLOG
 COUNTS = ("SELECT k, WINDOW_ID() AS w, COUNT(*) AS n, MIN(seq) AS lo, MAX(seq) AS hi "
-          f"FROM STREAM(share.src) WINDOW TUMBLING COUNT({SIZE}) "
-          "OVER (PARTITION BY k ORDER BY seq)")
-# A windowed query that runs for minutes: 64 splits, as a large file source has.
+          "FROM STREAM({source}) WHERE seq < {small} OR "
+          "reflect('java.lang.Thread', 'sleep', {sleep} + seq * 0) = 'null' "
+          f"WINDOW TUMBLING COUNT({SIZE}) OVER (PARTITION BY k ORDER BY seq)")
+# A windowed query that runs for minutes, its rows sleeping as they are read in 2 splits:
+# long enough to cancel or time out, with the CPU free.
 LONG_QUERY = ("SELECT k, COUNT(*) FROM (SELECT k, WINDOW_ID() AS w, SUM(seq) AS s FROM "
-              "(SELECT id AS seq, id % 100 AS k FROM range(0, 400000000, 1, 64)) "
+              "(SELECT id AS seq, id % 100 AS k FROM range(0, 100000, 1, 2) "
+              "WHERE reflect('java.lang.Thread', 'sleep', 10 + id * 0) = 'null') "
               "WINDOW TUMBLING COUNT(10) OVER (PARTITION BY k ORDER BY seq)) GROUP BY k")
 ENDED = (TOperationState.CANCELED_STATE, TOperationState.TIMEDOUT_STATE,
          TOperationState.FINISHED_STATE, TOperationState.ERROR_STATE,
@@ -57,8 +67,10 @@ def _state(cursor) -> int:
     return cursor.poll().operationState
 
 
+@pytest.mark.soak
 def test_a_cancelled_or_timed_out_refresh_stops_its_stream_and_keeps_its_checkpoint(
         thrift_server):
+    counts = COUNTS.format(source="share.src", small=SMALL, sleep=SLEEP_MS)
     with hive.connect(host="127.0.0.1", port=thrift_server) as conn, \
             hive.connect(host="127.0.0.1", port=thrift_server) as other:
         cursor, watcher = conn.cursor(), other.cursor()
@@ -66,11 +78,11 @@ def test_a_cancelled_or_timed_out_refresh_stops_its_stream_and_keeps_its_checkpo
         cursor.execute("CREATE TABLE share.src (seq BIGINT, k STRING) USING DELTA")
         cursor.execute(f"INSERT INTO share.src SELECT id, CAST(id % {KEYS} AS STRING) "
                        f"FROM range(0, {SMALL})")
-        cursor.execute(f"CREATE STREAMING TABLE share.cnt AS {COUNTS}")
+        cursor.execute(f"CREATE STREAMING TABLE share.cnt AS {counts}")
         windows, lo, hi = expected_windows(SMALL)
         assert _table_figures(cursor) == (windows, windows, SIZE * windows, lo, hi)
         cursor.execute(f"INSERT INTO share.src SELECT id, CAST(id % {KEYS} AS STRING) "
-                       f"FROM range({SMALL}, {LARGE}, 1, 4)")
+                       f"FROM range({SMALL}, {LARGE}, 1, {size(1, 4)})")
 
         def running() -> bool:
             return _streams(watcher).get("share.cnt", {}).get("state") == "RUNNING"
@@ -108,9 +120,9 @@ def test_a_cancelled_or_timed_out_refresh_stops_its_stream_and_keeps_its_checkpo
         # Two clients create the same table at once: the second joins the first one's pass,
         # and a cancel of the first does not cut the pass the second waits for.
         third = hive.connect(host="127.0.0.1", port=thrift_server).cursor()
-        cursor.execute(f"CREATE STREAMING TABLE share.cnt AS {COUNTS}", async_=True)
+        cursor.execute(f"CREATE STREAMING TABLE share.cnt AS {counts}", async_=True)
         _until(running, "the first CREATE's stream to run")
-        third.execute(f"CREATE STREAMING TABLE share.cnt AS {COUNTS}", async_=True)
+        third.execute(f"CREATE STREAMING TABLE share.cnt AS {counts}", async_=True)
         time.sleep(5)  # it has joined (the first CREATE's pass has been running for seconds)
         cursor.cancel()
         assert _state(cursor) == TOperationState.CANCELED_STATE
@@ -124,15 +136,12 @@ def test_a_cancelled_or_timed_out_alter_keeps_the_old_definition(thrift_server):
     """ALTER STREAMING TABLE waits for the new query's first micro-batch (Spark checks the
     checkpoint against the query then). A cancel or a timeout during that wait stops the stream
     and the old definition stays, not running, as it was; its checkpoint stays whole."""
-    # A first micro-batch that takes seconds however warm the server is: each row after the
-    # first SMALL sleeps half a second as it is read (reflect returns the string 'null'),
-    # in one task, so that the other core serves the statements that watch it.
+    # A first micro-batch that takes 18 s however warm the server is: each row after the first
+    # SMALL sleeps 0.3 s as it is read, in one task, so that the other core serves the
+    # statements that watch it.
     source = "altering.src"
-    query = COUNTS.replace("FROM STREAM(share.src)", (
-        f"FROM STREAM({source}) WHERE seq < {SMALL} OR "
-        "reflect('java.lang.Thread', 'sleep', 500 + seq * 0) = 'null'"))
-    assert query != COUNTS  # the replaced text is there
-    backlog = SMALL + 60  # in one file: 30 s
+    query = COUNTS.format(source=source, small=SMALL, sleep=300)
+    backlog = SMALL + 60  # in one file
     altered = f"ALTER STREAMING TABLE altering.cnt TRIGGER EVERY 5 AS {query}"
     with hive.connect(host="127.0.0.1", port=thrift_server) as conn, \
             hive.connect(host="127.0.0.1", port=thrift_server) as other:

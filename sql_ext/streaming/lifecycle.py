@@ -203,31 +203,39 @@ def _alter(spark: SparkSession, name: str, db: str, table: str, sql: str,
     _check_state(entry.name, plan_stream(spark, entry.name, old.query, old.trigger,
                                          old.checkpoint).state_shape, plan.state_shape)
     state, was_running = entry.state, runner.stop(spark, entry)
-    log.info("sql_ext streaming table %s altered: %s", entry.name, "; ".join(changed))
-    _redefine(spark, entry, definition, old)
-
-    def current() -> Entry:
-        return catalog.entry(db, table, catalog.read(spark, db, table))
+    # The new query runs under the old definition until its first micro-batch ends: only then
+    # does the catalog (what SHOW STREAMS and a restart read) take the new one, so that a
+    # statement ended early, or a query Spark cannot continue, never shows it. The table's
+    # properties change first: they hold from the first micro-batch on.
+    set_properties(spark, entry.name, dict(definition.tblproperties), dict(old.tblproperties))
 
     def run_as_before(plan: StreamPlan, trigger: str | float) -> None:
         """The stream runs on if it ran on; if not, its recorded state is the one it had (a
         restart of the server does not resume it)."""
+        current = catalog.entry(db, table, catalog.read(spark, db, table))
         if was_running and trigger != AVAILABLE_NOW:
-            runner.start(spark, current(), plan, trigger)
+            runner.start(spark, current, plan, trigger)
         else:
-            catalog.record_state(spark, current(), state)
+            catalog.record_state(spark, current, state)
 
-    query = runner.start(spark, current(), plan, definition.trigger)
+    def holds(running: bool) -> None:
+        catalog.define(spark, db, table, definition, entry.stream_id,
+                       plan.window if running else None)
+        log.info("sql_ext streaming table %s altered: %s", entry.name, "; ".join(changed))
+
+    query = runner.start(spark, entry, plan, definition.trigger)
     failure, why = _first_batch(query, ended)
+    if why is None and failure is None:
+        holds(running=True)
+        return query
     if why is not None:
-        runner.stop(spark, current())
+        runner.stop(spark, entry)
         if query.lastProgress is not None:  # its first micro-batch ended as it stopped
+            holds(running=False)
             run_as_before(plan, definition.trigger)
             raise WindowSqlError(f"ALTER STREAMING TABLE {name} was {why} after the new "
                                  "query's first micro-batch: the new definition holds")
-    elif failure is None:
-        return query
-    _redefine(spark, current(), old, definition)
+    set_properties(spark, entry.name, dict(old.tblproperties), dict(definition.tblproperties))
     run_as_before(plan_stream(spark, entry.name, old.query, old.trigger, old.checkpoint),
                   old.trigger)
     if why is not None:
@@ -262,14 +270,6 @@ def _check_state(name: str, old: dict, new: dict) -> None:
             f"ALTER STREAMING TABLE {name}: the new query keeps other window state than the "
             f"checkpoint holds ({'; '.join(changed)}); CREATE OR REPLACE STREAMING TABLE "
             "starts it over with a new checkpoint")
-
-
-def _redefine(spark: SparkSession, entry: Entry, definition: Definition,
-              previous: Definition) -> None:
-    """Stores `definition` for `entry` (same stream id: its Delta commits continue) and makes
-    the table's TBLPROPERTIES those of `definition`."""
-    set_properties(spark, entry.name, dict(definition.tblproperties), dict(previous.tblproperties))
-    catalog.define(spark, entry.db, entry.table, definition, entry.stream_id)
 
 
 def _first_batch(query: StreamingQuery, ended: Callable[[], str | None],
