@@ -90,6 +90,8 @@ def _spread_heavy(items: list) -> list:
 
 def pytest_collection_finish(session):
     """Starts the shared servers the collected tests use, in the background."""
+    if session.config.option.collectonly:
+        return
     used = {SHARED_FIXTURES[name] for item in session.items
             for name in getattr(item, "fixturenames", ()) if name in SHARED_FIXTURES}
     for name in sorted(used):

@@ -10,6 +10,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
 from pyhive import hive
 
 from sql_ext.server.thrift import free_port, wait_for_port
@@ -70,6 +71,7 @@ def _kill(process, port):
     raise AssertionError(f"port {port} still answers after the server was killed")
 
 
+@pytest.mark.heavy
 def test_a_killed_thrift_server_restarts_with_its_tables(tmp_path):
     """Tables, views and databases created through JDBC answer by name after the server is
     killed with SIGKILL and started again, and in the next process on the warehouse (started

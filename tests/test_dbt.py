@@ -25,12 +25,15 @@ LANE_COUNTS_BATCH = """
 LANE_COLUMNS = "freeway, window_id, readings, total_flow, first_at, last_at"
 
 
-def _project(tmp_path: Path, port: int | None, monkeypatch) -> Path:
-    """A copy of the example project whose packages.yml names this checkout's dbt package."""
+def _project(tmp_path: Path, port: int | None, monkeypatch, schema: str = "analytics") -> Path:
+    """A copy of the example project whose packages.yml names this checkout's dbt package, its
+    models in `schema` (tests on the shared server keep to schemas of their own)."""
     project = tmp_path / "traffic"
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(
         "target", "logs", "dbt_packages", "package-lock.yml"))
     (project / "packages.yml").write_text(f"packages:\n  - local: {package_path()}\n")
+    profiles = project / "profiles.yml"
+    profiles.write_text(profiles.read_text().replace("schema: analytics", f"schema: {schema}"))
     if port is not None:
         monkeypatch.setenv("SQL_EXT_THRIFT_PORT", str(port))
     return project
@@ -82,6 +85,7 @@ WINDOW TUMBLING COUNT(4) OVER (PARTITION BY freeway ORDER BY event_time)
 """
 
 
+@pytest.mark.heavy
 def test_the_example_project_through_thrift(thrift_server, tmp_path, monkeypatch):
     project = _project(tmp_path, thrift_server, monkeypatch)
     # A model calling the UDAF the server was started with (--udafs udafs.team_aggregates).
@@ -190,7 +194,7 @@ WINDOW TIME_INTERVAL(10) ON event_time OVER (PARTITION BY freeway) WATERMARK DEL
 
 def test_a_continuous_model_outlives_dbt_and_is_found_running(thrift_server, tmp_path,
                                                                monkeypatch):
-    project = _project(tmp_path, thrift_server, monkeypatch)
+    project = _project(tmp_path, thrift_server, monkeypatch, schema="analytics_live")
     _model(project, "live_counts", LIVE_COUNTS)
     _model(project, "live_flow", LIVE_FLOW)
     (project / "models" / "live.yml").write_text(LIVE_TESTS)
@@ -214,7 +218,7 @@ def test_a_continuous_model_outlives_dbt_and_is_found_running(thrift_server, tmp
         last = _fetch(cursor, "SELECT MAX(event_time) FROM raw_live.traffic")[0][0]
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
-            closed = _fetch(cursor, "SELECT MAX(time_end) FROM analytics.live_flow")[0][0]
+            closed = _fetch(cursor, "SELECT MAX(time_end) FROM analytics_live.live_flow")[0][0]
             if closed is not None and closed > last:
                 break
             time.sleep(1)

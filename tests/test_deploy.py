@@ -87,6 +87,7 @@ def clean_env(**extra) -> dict:
     return {**env, **extra}
 
 
+@pytest.mark.heavy
 def test_wheel_runs_outside_the_checkout(tmp_path, numbers_topic):
     """`bash python/dev.sh wheel`, pip install into a fresh venv, everything from elsewhere."""
     subprocess.run(["bash", str(ROOT / "python" / "dev.sh"), "wheel"], check=True, cwd=ROOT,
@@ -220,6 +221,7 @@ def _with_requirements(names) -> list:
     return list(found.values())
 
 
+@pytest.mark.heavy
 def test_standalone_cluster_and_spark_submit(tmp_path, worker_python, numbers_topic):
     """configure(builder.master(spark://...)), spark-submit to the cluster and spark-submit
     in local mode: no --jars, no --packages; executors without sql_ext run the UDAF."""

@@ -52,6 +52,7 @@ def _pane_rows(row, query):
                    else (row.n, row.lo, row.hi, row.total))
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("query", ["panes", "pane_partials"])
 def test_kill_in_the_middle_of_a_batch_and_restart(spark, tmp_path, query):
     for batch in BATCHES:  # one Delta version (one file) per micro-batch
@@ -75,6 +76,7 @@ def test_kill_in_the_middle_of_a_batch_and_restart(spark, tmp_path, query):
     assert "_pane_key" not in table.columns
 
 
+@pytest.mark.heavy
 def test_tumbling_count_window_survives_a_kill(spark, tmp_path):
     """TUMBLING COUNT(20) over appends of 6, 14, 25 and 16 tuples, killed right after the
     second micro-batch wrote its firing: the restart redoes that batch from the checkpointed

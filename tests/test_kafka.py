@@ -132,6 +132,7 @@ PANES = ("SELECT k, PANE_START() AS s, COUNT(*) AS n, SUM(v) AS total, MAX(id) A
          "WATERMARK DELAY 500 EMIT FINAL")
 
 
+@pytest.mark.heavy
 def test_streaming_tables_over_a_topic_equal_the_batch_query_however_the_stream_is_cut(
         spark, kafka):
     """Every window family, keyed by the message key: micro-batches of at most 10 messages,

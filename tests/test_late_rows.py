@@ -35,6 +35,7 @@ def _oracle_late(late_rows):
                   for lr in late_rows)
 
 
+@pytest.mark.heavy
 @SETTINGS
 @given(timestamps=st.booleans(), data=st.data(), partitioned=st.booleans(),
        mode=st.sampled_from(["delay", "by"]),
@@ -115,6 +116,7 @@ def test_streaming_late_rows_match_oracle(spark, tmp_path_factory, aggregates, b
     assert status["late_dropped"] == spark.table(late).count()
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("stage", ["firings", "written"])
 def test_late_rows_survive_a_kill(spark, tmp_path, stage):
     """Killed after a micro-batch committed its firings but not its late rows ("firings"), or

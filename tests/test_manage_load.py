@@ -21,6 +21,7 @@ LOAD = Path(__file__).resolve().parents[1] / "python" / "manage_load.py"
 CLIENTS, SECONDS = size((5, 30), (16, 90))
 
 
+@pytest.mark.heavy
 @pytest.mark.soak
 def test_many_clients_manage_streams_at_once(tmp_path):
     figures = tmp_path / "load.json"

@@ -51,6 +51,7 @@ def _table_equals_batch(cursor, table: str, source: str, size: int = 3) -> bool:
     return got == sorted(_fetch(cursor, _counts(source, size, stream=False)))
 
 
+@pytest.mark.heavy
 def test_a_continuous_streaming_table_survives_a_killed_server(tmp_path):
     warehouse, port, log = tmp_path / "warehouse", free_port(), tmp_path / "server.log"
     process = _start_server(warehouse, port, log)

@@ -59,6 +59,7 @@ def _history_operations(spark, table):
     return [r.operation for r in spark.sql(f"DESCRIBE HISTORY {table}").collect()]
 
 
+@pytest.mark.heavy
 @settings(max_examples=4, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=micro_batches())
@@ -84,6 +85,7 @@ def test_emit_final_streams_each_pane_once_when_it_closes(spark, tmp_path_factor
         assert "MERGE" not in _history_operations(spark, name)
 
 
+@pytest.mark.heavy
 @settings(max_examples=4, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=micro_batches())

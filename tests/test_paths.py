@@ -54,6 +54,7 @@ def strange_run(tmp_path_factory):
     return json.loads(results[-1].removeprefix("RESULT ")), output, folder
 
 
+@pytest.mark.heavy
 def test_streaming_tables_in_a_folder_named_with_quotes_spaces_and_percent(strange_run):
     found, _, folder = strange_run
     library = folder.parent / LIBRARY

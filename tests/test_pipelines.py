@@ -13,12 +13,11 @@ arrive in one micro-batch); for the plain flow a filter of them."""
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from sql_ext.server.thrift import free_port, wait_for_port
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "pipelines"
@@ -101,6 +100,7 @@ def _run_locally(spec: Path, warehouse: Path, cwd: Path):
     assert "Run is COMPLETED" in output
 
 
+@pytest.mark.heavy
 def test_the_example_pipeline_in_one_command(spark, tmp_path):
     """Run twice: the second run reads only the readings that came since, and the windowed
     streaming tables go on from the window state the first run left in the checkpoints
@@ -115,29 +115,32 @@ def test_the_example_pipeline_in_one_command(spark, tmp_path):
         "\n".join(json.dumps(reading) for reading in later) + "\n")
     _run_locally(spec, warehouse, tmp_path)
     _check_datasets(spark, warehouse, "local_again", readings=25)
-def test_the_example_pipeline_against_a_connect_server(spark, tmp_path):
-    spec, warehouse, port = _pipeline_copy(tmp_path), tmp_path / "warehouse", free_port()
-    with open(tmp_path / "server.log", "w") as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "sql_ext.cli", "connect-server", "--port", str(port),
-             "--warehouse", str(warehouse)], stdout=log, stderr=subprocess.STDOUT,
-            cwd=tmp_path, start_new_session=True)
-    try:
-        wait_for_port("127.0.0.1", port, timeout=180)
-        launcher = Path(sys.executable).with_name("spark-pipelines")
-        run = subprocess.run(
-            [str(launcher), "run", "--spec", str(spec), "--remote", f"sc://localhost:{port}"],
-            capture_output=True, text=True, timeout=900, cwd=tmp_path,
-            env=dict(os.environ, PYSPARK_PYTHON=sys.executable))
-        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
-        assert "Run is COMPLETED" in run.stdout + run.stderr
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=60)
-    _check_datasets(spark, warehouse, "remote")
 
 
-def test_a_pipelines_window_errors_speak_of_the_users_query(tmp_path):
+@pytest.mark.heavy
+def test_the_example_pipeline_against_a_connect_server(spark, tmp_path, connect_server):
+    """`spark-pipelines run --remote` against the run's shared `sql-ext connect-server`: the
+    datasets land in its warehouse."""
+    output, failed = _remote("run", _pipeline_copy(tmp_path), connect_server, tmp_path)
+    assert not failed, output[-8000:]
+    assert "Run is COMPLETED" in output
+    _check_datasets(spark, connect_server.warehouse, "remote")
+
+
+def _remote(command: str, spec: Path, server, cwd: Path) -> tuple[str, bool]:
+    """Spark's own `spark-pipelines <command> --remote` against `server` (the shared Connect
+    server); its output, and whether it failed. pyspark's client sends a token without TLS only
+    to "localhost"."""
+    launcher = Path(sys.executable).with_name("spark-pipelines")
+    run = subprocess.run(
+        [str(launcher), command, "--spec", str(spec), "--remote",
+         f"sc://localhost:{server.port}/;token={server.token}"],
+        capture_output=True, text=True, timeout=900, cwd=cwd,
+        env=dict(os.environ, PYSPARK_PYTHON=sys.executable))
+    return run.stdout + run.stderr, run.returncode != 0
+
+
+def test_a_pipelines_window_errors_speak_of_the_users_query(tmp_path, connect_server):
     """Errors found when the pipeline resolves its flows: an aggregate without partials in a
     streaming window (the input's type is known only then), a misspelt column in a windowed
     materialized view and in a Python definition's streaming window; each reported by the
@@ -157,7 +160,7 @@ def test_a_pipelines_window_errors_speak_of_the_users_query(tmp_path):
         "def misspelt_stream():\n"
         "    return spark.sql('SELECT freeway, SUM(lane_flw) AS total FROM STREAM(readings) '\n"
         "                     'WINDOW TUMBLING COUNT(2) OVER (PARTITION BY freeway)')\n")
-    output, failed = _local("dry-run", spec, tmp_path / "warehouse", tmp_path)
+    output, failed = _remote("dry-run", spec, connect_server, tmp_path)
     assert failed
     errors = output[output.index("Failed to resolve flow"):output.index("Traceback")]
     assert "STDDEV(lane_flow) of INT" in errors and "MATERIALIZED VIEW" in errors, output[-4000:]
@@ -166,7 +169,7 @@ def test_a_pipelines_window_errors_speak_of_the_users_query(tmp_path):
     assert "__sx_" not in errors, errors
 
 
-def test_a_refiring_window_in_a_pipeline_names_emit_final(tmp_path):
+def test_a_refiring_window_in_a_pipeline_names_emit_final(tmp_path, connect_server):
     """Late tuples would fire a pane again and replace its row; a pipeline only appends."""
     spec = _pipeline_copy(tmp_path)
     (spec.parent / "transformations" / "refiring.sql").write_text(
@@ -174,6 +177,6 @@ def test_a_refiring_window_in_a_pipeline_names_emit_final(tmp_path):
         "SELECT freeway, PANE_START() AS s, MAX(lane_flow) AS m FROM STREAM(readings)\n"
         "WINDOW TIME_INTERVAL(50, 25) ON event_time OVER (PARTITION BY freeway) "
         "WATERMARK DELAY 10")
-    output, failed = _local("dry-run", spec, tmp_path / "warehouse", tmp_path)
+    output, failed = _remote("dry-run", spec, connect_server, tmp_path)
     assert failed
     assert "add EMIT FINAL" in output and "(line 3, pos 7)" in output, output[-4000:]

@@ -97,6 +97,7 @@ def _stream_cut(spark, tmp_path_factory, appends, runs, max_files, query_over):
     return source, sink, got
 
 
+@pytest.mark.heavy
 @settings(max_examples=int(os.environ.get("SQL_EXT_CUT_EXAMPLES", "8")), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(window=st.sampled_from(WINDOWS), ordered=st.booleans(), cut=cut_stream())
@@ -120,6 +121,7 @@ PUNCT_PARTIALS = ("SELECT k, WINDOW_ID() AS w, WINDOW_EVENT() AS e, PANE_START()
                   "FROM {source} WINDOW TUMBLING PUNCT() OVER (PARTITION BY k{order})")
 
 
+@pytest.mark.heavy
 @settings(max_examples=int(os.environ.get("SQL_EXT_CUT_EXAMPLES", "6")), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(ordered=st.booleans(), cut=cut_stream())

@@ -67,6 +67,7 @@ def _state(cursor) -> int:
     return cursor.poll().operationState
 
 
+@pytest.mark.heavy
 @pytest.mark.soak
 def test_a_cancelled_or_timed_out_refresh_stops_its_stream_and_keeps_its_checkpoint(
         thrift_server):
@@ -132,6 +133,7 @@ def test_a_cancelled_or_timed_out_refresh_stops_its_stream_and_keeps_its_checkpo
         cursor.execute("DROP STREAMING TABLE share.cnt")
 
 
+@pytest.mark.heavy
 def test_a_cancelled_or_timed_out_alter_keeps_the_old_definition(thrift_server):
     """ALTER STREAMING TABLE waits for the new query's first micro-batch (Spark checks the
     checkpoint against the query then). A cancel or a timeout during that wait stops the stream
