@@ -131,11 +131,11 @@ case "${1:-}" in
     test_jvms
     workers="${SQL_EXT_TEST_WORKERS:-2}"
     say "Python tests (pytest, $workers workers)"
-    # Two workers: the suite is CPU-bound on 2 cores. worksteal: a worker that runs out of
-    # tests takes queued ones from the other; tests/conftest.py orders the heavy tests so that
-    # each worker starts with its share of them.
+    # Two workers: the suite is CPU-bound on 2 cores. loadgroup without reordering: each
+    # worker takes the next test (or xdist_group) of the collection, which tests/conftest.py
+    # orders heavy tests first.
     if [ "${SQL_EXT_SOAK:-}" = 1 ]; then set -- -m soak "$@"; fi
-    exec "$PY" -m pytest -n "$workers" --dist worksteal "$@" ;;
+    exec "$PY" -m pytest -n "$workers" --dist loadgroup --no-loadscope-reorder "$@" ;;
   wheel) wheel ;;
   bench) setup; shift; exec "$PY" python/bench.py "$@" ;;
   load) setup; shift; exec "$PY" python/thrift_load.py "$@" ;;

@@ -82,11 +82,12 @@ def client(port: int, own: str, seed: int, first: list[str], until: float,
     until `until`."""
     rng = random.Random(seed)
     first = list(first)
-    kind = first.pop(0)
     try:
         with hive.connect(host="127.0.0.1", port=port) as conn:
             cursor = conn.cursor()
-            while time.monotonic() < until or first:
+            while first or time.monotonic() < until:
+                kind = first.pop(0) if first else \
+                    rng.choices(list(KINDS), weights=list(KINDS.values()))[0]
                 table = rng.choice(SHARED) if rng.random() < 0.6 else own
                 sql = statement(rng, kind, table)
                 started = time.perf_counter()
@@ -102,8 +103,6 @@ def client(port: int, own: str, seed: int, first: list[str], until: float,
                     else:
                         outcome, problem = "wrong", f"{sql.split(' AS ')[0]}: {text[:800]}"
                 results.append((kind, outcome, time.perf_counter() - started, problem))
-                kind = first.pop(0) if first else \
-                    rng.choices(list(KINDS), weights=list(KINDS.values()))[0]
     except Exception as failure:  # noqa: BLE001 - a broken connection is a failure to report
         results.append(("connection", "wrong", None, f"the connection failed: {failure!r}"))
 

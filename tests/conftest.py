@@ -4,7 +4,8 @@
 - One `sql-ext thriftserver`, one `sql-ext connect-server` and one Kafka broker for the whole
   run, shared by every worker (tests/shared_servers.py): each starts in the background as soon
   as a worker's collection holds a test that uses it. Tests on them keep to names of their own.
-- The heavy tests first, spread over the workers (`heavy` marker; see `_spread_heavy`).
+- The heavy tests first (`heavy` marker; see `_heavy_first`); tests that share an expensive
+  module fixture stay on one worker (`xdist_group`).
 - At the end: the 25 slowest tests (pytest's --durations) and the time per test module.
 """
 
@@ -36,8 +37,7 @@ def pytest_addoption(parser):
 
 @pytest.hookimpl(trylast=True)  # after pytest's tmp_path_factory is set up
 def pytest_configure(config):
-    config.addinivalue_line("markers", "heavy: a test of a minute or more; started first and "
-                                       "spread over the workers")
+    config.addinivalue_line("markers", "heavy: a test of a minute or more; started first")
     config.addinivalue_line("markers", "soak: a full-size load or loop (`dev.sh soak`)")
     if hasattr(config, "workerinput"):
         folder = Path(config.workerinput["sql_ext_shared"])
@@ -69,23 +69,14 @@ def pytest_collection_modifyitems(config, items):
         order = list(dict.fromkeys(item.module.__name__ for item in items))[::-1]
         rank = {name: i for i, name in enumerate(order)}
         items.sort(key=lambda item: rank[item.module.__name__])  # stable within a module
-    items[:] = _spread_heavy(items)
+    items[:] = _heavy_first(items)
 
 
-def _spread_heavy(items: list) -> list:
-    """The heavy tests first in each half of the run's list, alternately: xdist's worksteal
-    hands each of two workers one half and lets the first one done take from the end of the
-    other's, so each worker starts with its share of the long tests and the short ones fill
-    the end."""
-    heavy = [item for item in items if item.get_closest_marker("heavy")]
-    if not heavy:
-        return items
-    light = [item for item in items if not item.get_closest_marker("heavy")]
-    first, second = heavy[0::2], heavy[1::2]
-    split = len(items) // 2 - len(first)
-    if split < 0:
-        return heavy + light
-    return first + light[:split] + second + light[split:]
+def _heavy_first(items: list) -> list:
+    """The heavy tests first: `dev.sh test` runs xdist's loadgroup without its reordering,
+    which hands each worker the next test (or group) of this list whenever it has few left, so
+    the long tests start early, on both workers, and the short ones fill the end."""
+    return sorted(items, key=lambda item: item.get_closest_marker("heavy") is None)
 
 
 def pytest_collection_finish(session):

@@ -1,35 +1,45 @@
 """A test-only sink wrapper (spark.sql_ext.streaming.sinkWrapper = "fault_sinks:pausing") that
-stops a stream at a chosen point of a micro-batch, so that a test can kill its process there
-(stream_driver.py sets it when SQL_EXT_FAULT_PAUSE is set):
+stops streams at chosen points of a micro-batch, so that a test can kill their process there
+(stream_driver.py sets it when SQL_EXT_FAULTS is set).
 
-- SQL_EXT_FAULT_PAUSE=<file>: the first micro-batch that reaches the stop point (from batch
-  SQL_EXT_FAULT_BATCH on, default 0) writes its id to <file> and waits there to be killed;
-- SQL_EXT_FAULT_STAGE=written (default): after the batch's commits, before Spark commits its
-  offsets; =firings: a stream with LATE ROWS INTO after the commit of its firings, before
-  that of its late rows.
+SQL_EXT_FAULTS is JSON: {<a stream's table location>: {"pause": <file>, "batch": n, "stage":
+"written" | "firings"}}. The first micro-batch of that stream to reach the stop point (from
+batch n on, default 0) writes its id to <file> and waits there to be killed. "written" (the
+default): after the batch's commits, before Spark commits its offsets; "firings": a stream with
+LATE ROWS INTO after the commit of its firings, before that of its late rows. Streams it does
+not name run as they are.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
 
 
-def _armed(batch_id: int) -> bool:
-    marker = os.environ.get("SQL_EXT_FAULT_PAUSE")
-    return bool(marker) and not os.path.exists(marker) \
-        and batch_id >= int(os.environ.get("SQL_EXT_FAULT_BATCH", "0"))
+class _Fault:
+    def __init__(self, pause: str, batch: int = 0, stage: str = "written"):
+        self.pause, self.batch, self.stage = pause, batch, stage
+
+    def armed(self, batch_id: int) -> bool:
+        return not os.path.exists(self.pause) and batch_id >= self.batch
+
+    def stop_here(self, batch_id: int) -> None:
+        with open(self.pause, "w") as out:
+            out.write(str(batch_id))
+        time.sleep(3600)
 
 
-def _stage() -> str:
-    return os.environ.get("SQL_EXT_FAULT_STAGE", "written")
-
-
-def _pause(batch_id: int) -> None:
-    with open(os.environ["SQL_EXT_FAULT_PAUSE"], "w") as out:
-        out.write(str(batch_id))
-    time.sleep(3600)
+def _fault_of(location: str | None) -> _Fault | None:
+    faults = json.loads(os.environ.get("SQL_EXT_FAULTS", "{}"))
+    if location is None:
+        return None
+    path = os.path.realpath(location.removeprefix("file:"))
+    for named, fault in faults.items():
+        if os.path.realpath(named) == path:
+            return _Fault(**fault)
+    return None
 
 
 class _Batches:
@@ -48,30 +58,38 @@ class PausingTable:
     def __init__(self, table, late, batches: _Batches):
         self.table, self.late, self.batches = table, late, batches
 
+    def fault(self) -> _Fault | None:
+        """This stream's fault: known once its table's location is (a new table's is only
+        when its first micro-batch writes)."""
+        return _fault_of(self.table.location)
+
     def write(self, rows, batch_id: int, upsert: bool, count: int) -> None:
-        armed = _armed(batch_id)
+        fault = self.fault()
+        armed = fault is not None and fault.armed(batch_id)
         self.table.write(rows, batch_id, upsert, count)
         self.batches.event(batch_id).set()
-        if armed and (_stage() == "firings" or self.late is None):
-            _pause(batch_id)  # (with late rows and "written": the late rows' commit stops)
+        if armed and (fault.stage == "firings" or self.late is None):
+            fault.stop_here(batch_id)  # (with late rows and "written": the late rows' commit)
 
 
 class PausingLateRows:
-    def __init__(self, late, batches: _Batches):
-        self.late, self.batches = late, batches
+    def __init__(self, late, batches: _Batches, table: PausingTable):
+        self.late, self.batches, self.table = late, batches, table
 
     def commit(self, spark, batch_id: int) -> None:
-        if not _armed(batch_id):
+        fault = self.table.fault()
+        if fault is None or not fault.armed(batch_id):
             self.late.commit(spark, batch_id)
-        elif _stage() == "firings":
+        elif fault.stage == "firings":
             time.sleep(3600)  # never commits: the table's write stops the process
         else:
             self.late.commit(spark, batch_id)
             self.batches.event(batch_id).wait()  # both committed
-            _pause(batch_id)
+            fault.stop_here(batch_id)
 
 
 def pausing(table, late):
     batches = _Batches()
-    return (PausingTable(table, late, batches),
-            PausingLateRows(late, batches) if late is not None else None)
+    pausing_table = PausingTable(table, late, batches)
+    return (pausing_table,
+            PausingLateRows(late, batches, pausing_table) if late is not None else None)

@@ -49,9 +49,9 @@ def is_current(archive: Path) -> bool:
 
 def train(work: Path) -> None:
     """The training driver's work: each kind of statement the tests' JVMs run."""
-    import sql_ext
     from pyhive import hive
 
+    import sql_ext
     from sql_ext.server.connect import connect_conf, start_connect_server
     from sql_ext.server.thrift import free_port, start_thrift_server, thrift_conf
 

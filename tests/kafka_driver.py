@@ -1,12 +1,13 @@
 """A streaming table over a Kafka topic, run as its own process by test_kafka_exactly_once.py
 (not a test): what a user's driver does, by SQL alone.
 
-    python kafka_driver.py <warehouse> <bootstrap> <topic> <sink> <query name> [drain]
+    python kafka_driver.py <warehouse> <bootstrap> <topic> <sinks folder> [drain]
 
-Declares the topic as a table (once: the catalog keeps it for the next process), then the
-streaming table (TRIGGER EVERY 0.5: the same statement resumes it from its checkpoint in a
-restarted process) and runs until killed. With `drain`: the same statements, then STOP STREAM
-and one REFRESH, which reads what is left of the topic."""
+Declares the topic as a table (once: the catalog keeps it for the next process), then one
+streaming table per query of QUERIES, named after it, at <sinks folder>/<name> (TRIGGER EVERY
+0.5: the same statements resume them from their checkpoints in a restarted process), and runs
+until killed. With `drain`: the same statements, then STOP STREAM and one REFRESH of each,
+which reads what is left of the topic."""
 
 import sys
 
@@ -30,15 +31,17 @@ def topic_table(spark, name: str, bootstrap: str, topic: str) -> None:
 
 
 if __name__ == "__main__":
-    warehouse, bootstrap, topic, sink, query = sys.argv[1:6]
+    warehouse, bootstrap, topic, sinks = sys.argv[1:5]
     spark = sql_ext.session(warehouse=warehouse)
     spark.sparkContext.setLogLevel("ERROR")
     topic_table(spark, "readings", bootstrap, topic)
-    spark.sql(f"CREATE STREAMING TABLE out LOCATION '{sink}' TRIGGER EVERY 0.5 AS "
-              + QUERIES[query].format(source="STREAM(readings)"))
-    if sys.argv[6:] == ["drain"]:
-        spark.sql("STOP STREAM out")
-        spark.sql("REFRESH STREAMING TABLE out")
+    for name, query in QUERIES.items():
+        spark.sql(f"CREATE STREAMING TABLE {name} LOCATION '{sinks}/{name}' TRIGGER EVERY 0.5 "
+                  "AS " + query.format(source="STREAM(readings)"))
+    if sys.argv[5:] == ["drain"]:
+        for name in QUERIES:
+            spark.sql(f"STOP STREAM {name}")
+            spark.sql(f"REFRESH STREAMING TABLE {name}")
     else:
         spark.streams.awaitAnyTermination()
     spark.stop()

@@ -13,3 +13,11 @@ SOAK = os.environ.get("SQL_EXT_SOAK") == "1"
 def size(suite, soak):
     """`soak` under `dev.sh soak`, else `suite`."""
     return soak if SOAK else suite
+
+
+def examples(suite: int, soak: int, override: str | None = None) -> int:
+    """Hypothesis examples of a test: `size(suite, soak)`, or the environment variable
+    `override` where it is set (more by hand, e.g. SQL_EXT_CUT_EXAMPLES=200)."""
+    if override and os.environ.get(override):
+        return int(os.environ[override])
+    return size(suite, soak)

@@ -1,19 +1,29 @@
-"""Exactly once across a crash: the driver is killed with SIGKILL in the middle of a
-micro-batch (its MERGE committed, its offsets not), restarted on the same checkpoint, and the
-Delta table must equal the pane oracle row for row: nothing lost, nothing doubled, late
-re-firings replacing their panes."""
+"""Exactly once across a crash: a driver process running streaming tables is killed with
+SIGKILL and restarted on the same checkpoints, and each Delta table must equal its oracle row
+for row: nothing lost, nothing doubled, late re-firings replacing their panes, every late row
+of LATE ROWS INTO once.
+
+Two ways to kill: at chosen points of a micro-batch (its MERGE committed and its offsets not;
+its firings committed and its late rows not), and at random moments while feeders append. One
+driver process runs all the streaming tables of a way at once, each stopped at its own point:
+a kill then hits every one of them where it stands, as separate drivers would, for a fraction
+of the processes."""
 
 import datetime
+import json
 import os
+import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 from scale import size
 from stream_driver import MARKERS
+from test_late_rows import _streamed_late, _streaming_late_oracle
 from test_streaming import T0, _expected
 
 DRIVER = Path(__file__).resolve().parent / "stream_driver.py"
@@ -25,24 +35,87 @@ BATCHES = [
 ]
 
 
-def _run_driver(tmp_path, env, wait_for=None, query="panes"):
-    args = [sys.executable, str(DRIVER), str(tmp_path / "warehouse"), str(tmp_path / "source"),
-            str(tmp_path / "sink"), str(tmp_path / "checkpoint"), query]
-    # Its own process group: the driver is the Python process and the JVM it launched.
-    process = subprocess.Popen(args, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
-                               stderr=open(tmp_path / "driver.log", "a"),
-                               start_new_session=True)
-    if wait_for is None:
-        assert process.wait(timeout=300) == 0, (tmp_path / "driver.log").read_text()[-3000:]
-        return
-    deadline = time.monotonic() + 300
-    while not wait_for.exists():
-        assert process.poll() is None, (tmp_path / "driver.log").read_text()[-3000:]
-        assert time.monotonic() < deadline, "the driver never reached the fault point"
-        time.sleep(0.2)
-    os.killpg(process.pid, signal.SIGKILL)
+def _driver(folder: Path, streams: list[dict], env: dict) -> subprocess.Popen:
+    """stream_driver.py running `streams` in a process group of its own (the Python process
+    and the JVM it launched)."""
+    spec = folder / "streams.json"
+    spec.write_text(json.dumps(streams))
+    return subprocess.Popen([sys.executable, str(DRIVER), str(folder / "warehouse"), str(spec)],
+                            env=env, cwd=folder, stdout=subprocess.DEVNULL,
+                            stderr=open(folder / "driver.log", "a"), start_new_session=True)
+
+
+def _log(folder: Path) -> str:
+    return (folder / "driver.log").read_text()[-3000:]
+
+
+def _kill(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
     time.sleep(1)  # let the kernel reap the JVM too
+
+
+def _run_to_end(folder: Path, streams: list[dict], env: dict) -> None:
+    process = _driver(folder, streams, env)
+    assert process.wait(timeout=300) == 0, _log(folder)
+
+
+def _stream(folder: Path, name: str, query: str, **more) -> dict:
+    return {"name": name, "query": query, "source": str(folder / f"{name}_source"),
+            "sink": str(folder / f"{name}_sink"), "checkpoint": str(folder / f"{name}_ckpt"),
+            **more}
+
+
+def _append_events(spark, path: str, batches) -> None:
+    for batch in batches:  # one Delta version (one file) per micro-batch
+        spark.createDataFrame(
+            [(r["id"], r["k"], T0 + datetime.timedelta(seconds=r["ts"]), r["v"]) for r in batch],
+            "id long, k string, event_time timestamp, v double").coalesce(1) \
+            .write.format("delta").mode("append").save(path)
+
+
+# The fault points: (stream, query, fault, LATE ROWS INTO table). "written": after the batch's
+# commits, before Spark commits its offsets; "firings": after the firings' commit, before the
+# late rows'. Batch 1 is the first with a late tuple (104 under the watermark 105), and the
+# second of TUMBLING COUNT(20), whose first batch left 6 tuples in the window state.
+FAULTS = [("panes", "panes", {}, None), ("pane_partials", "pane_partials", {}, None),
+          ("count20", "count20", {"batch": 1}, None),
+          ("late_firings", "late_partials", {"batch": 1, "stage": "firings"}, "late_rows_firings"),
+          ("late_written", "late_partials", {"batch": 1, "stage": "written"}, "late_rows_written")]
+
+
+@pytest.fixture(scope="module")
+def killed_at_fault_points(spark, tmp_path_factory):
+    """Every stream of FAULTS in one driver, each stopped at its point; the driver killed once
+    all are, then run again to the end: (the folder, {stream: the batch it stopped in})."""
+    folder = tmp_path_factory.mktemp("fault_points")
+    streams, faults = [], {}
+    for name, query, fault, late in FAULTS:
+        stream = _stream(folder, name, query, **({"late": late} if late else {}))
+        streams.append(stream)
+        faults[stream["sink"]] = {"pause": str(folder / f"{name}.paused"), **fault}
+        if name == "count20":  # appends of 6, 14, 25 and 16 tuples
+            start = 0
+            for rows in (6, 14, 25, 16):
+                spark.createDataFrame([(i, "a", 1.0) for i in range(start, start + rows)],
+                                      "id long, k string, v double").coalesce(1) \
+                    .write.format("delta").mode("append").save(stream["source"])
+                start += rows
+        else:
+            _append_events(spark, stream["source"], BATCHES)
+    process = _driver(folder, streams, dict(os.environ, SQL_EXT_FAULTS=json.dumps(faults)))
+    try:
+        deadline = time.monotonic() + 300
+        while not all(os.path.exists(fault["pause"]) for fault in faults.values()):
+            assert process.poll() is None, _log(folder)
+            assert time.monotonic() < deadline, "a stream never reached its fault point"
+            time.sleep(0.2)
+    finally:
+        _kill(process)
+    stopped = {name: int((folder / f"{name}.paused").read_text()) for name, *_ in FAULTS}
+    _run_to_end(folder, streams, dict(os.environ))
+    return folder, stopped
 
 
 def _pane_rows(row, query):
@@ -52,20 +125,12 @@ def _pane_rows(row, query):
                    else (row.n, row.lo, row.hi, row.total))
 
 
-@pytest.mark.heavy
+@pytest.mark.xdist_group("fault_points")  # the one driver of killed_at_fault_points
 @pytest.mark.parametrize("query", ["panes", "pane_partials"])
-def test_kill_in_the_middle_of_a_batch_and_restart(spark, tmp_path, query):
-    for batch in BATCHES:  # one Delta version (one file) per micro-batch
-        spark.createDataFrame(
-            [(r["id"], r["k"], T0 + datetime.timedelta(seconds=r["ts"]), r["v"]) for r in batch],
-            "id long, k string, event_time timestamp, v double").coalesce(1) \
-            .write.format("delta").mode("append").save(str(tmp_path / "source"))
-    marker = tmp_path / "paused"
-    env = dict(os.environ, SQL_EXT_FAULT_PAUSE=str(marker))
-    _run_driver(tmp_path, env, wait_for=marker, query=query)
-    assert int(marker.read_text()) >= 0
-    _run_driver(tmp_path, dict(os.environ), query=query)
-    table = spark.read.format("delta").load(str(tmp_path / "sink"))
+def test_kill_in_the_middle_of_a_batch_and_restart(spark, killed_at_fault_points, query):
+    folder, stopped = killed_at_fault_points
+    assert stopped[query] >= 0
+    table = spark.read.format("delta").load(str(folder / f"{query}_sink"))
     expected = _expected(BATCHES)
     if query == "pane_partials":
         expected = sorted((k, s, t, i, len(ids), min(ids), max(ids), total)
@@ -76,25 +141,31 @@ def test_kill_in_the_middle_of_a_batch_and_restart(spark, tmp_path, query):
     assert "_pane_key" not in table.columns
 
 
-@pytest.mark.heavy
-def test_tumbling_count_window_survives_a_kill(spark, tmp_path):
+@pytest.mark.xdist_group("fault_points")
+def test_tumbling_count_window_survives_a_kill(spark, killed_at_fault_points):
     """TUMBLING COUNT(20) over appends of 6, 14, 25 and 16 tuples, killed right after the
     second micro-batch wrote its firing: the restart redoes that batch from the checkpointed
     window (6 tuples), Delta skips its second write, and every window appears once."""
-    start = 0
-    for size in (6, 14, 25, 16):
-        spark.createDataFrame([(i, "a", 1.0) for i in range(start, start + size)],
-                              "id long, k string, v double").coalesce(1) \
-            .write.format("delta").mode("append").save(str(tmp_path / "source"))
-        start += size
-    marker = tmp_path / "paused"
-    env = dict(os.environ, SQL_EXT_FAULT_PAUSE=str(marker), SQL_EXT_FAULT_BATCH="1")
-    _run_driver(tmp_path, env, wait_for=marker, query="count20")
-    assert int(marker.read_text()) == 1
-    _run_driver(tmp_path, dict(os.environ), query="count20")
-    table = spark.read.format("delta").load(str(tmp_path / "sink"))
+    folder, stopped = killed_at_fault_points
+    assert stopped["count20"] == 1
+    table = spark.read.format("delta").load(str(folder / "count20_sink"))
     assert sorted(tuple(r) for r in table.select("n", "first", "last", "w").collect()) == [
         (20, 0, 19, 0), (20, 20, 39, 1), (20, 40, 59, 2)]
+
+
+@pytest.mark.xdist_group("fault_points")
+@pytest.mark.parametrize("stage", ["firings", "written"])
+def test_late_rows_survive_a_kill(spark, killed_at_fault_points, stage):
+    """Killed after a micro-batch committed its firings but not its late rows ("firings"), or
+    both but not its offsets ("written"): the restart writes every late row exactly once and
+    the firings once."""
+    folder, stopped = killed_at_fault_points
+    assert stopped[f"late_{stage}"] >= 1
+    late = spark.read.format("delta").load(str(folder / "warehouse" / f"late_rows_{stage}"))
+    assert _streamed_late(late.collect()) == _streaming_late_oracle(BATCHES, (10, 5))
+    assert late.count() == 3
+    sink = spark.read.format("delta").load(str(folder / f"late_{stage}_sink"))
+    assert sink.count() == sink.select("k", "s").distinct().count()  # nothing doubled
 
 
 QUERIES_OVER_SOURCE = {
@@ -106,13 +177,30 @@ QUERIES_OVER_SOURCE = {
                            WINDOW SLIDING COUNT(6) TRIGGER COUNT(4) OVER (PARTITION BY k)""",
     "markers": MARKERS.format(source="delta.`{source}`"),
 }
+# The soak kills more often, with more seeds; more seeds by hand: SQL_EXT_CRASH_SEEDS=5,6.
+CRASH_SEEDS = size([1], [1, 2, 3, 4]) + [
+    int(seed) for seed in os.environ.get("SQL_EXT_CRASH_SEEDS", "").split(",") if seed.strip()]
 
-# Seed n takes query n % 3: 1 the ordered COUNT, 2 the sliding partials, 3 WATERMARK BY. The
-# soak runs each query twice, with three kills each; the suite once, with two.
-CRASH_QUERIES = ("markers", "ordered_count", "sliding_partials")
-CRASH_RUNS = [(seed, CRASH_QUERIES[seed % 3]) for seed in size([1, 2, 3], [1, 2, 3, 4, 5, 6]) + [
-    int(seed) for seed in os.environ.get("SQL_EXT_CRASH_SEEDS", "").split(",") if seed.strip()]]
-KILLS = size(2, 3)
+
+def _kills(rng: random.Random) -> list[tuple[bool, float]]:
+    """(after the streams run?, seconds): a kill from the process's start (starting up,
+    creating the tables, or later), one while they run, and in the soak one more."""
+    kills = [(False, rng.uniform(5.0, 14.0)), (True, rng.uniform(0.0, 3.0)),
+             (True, rng.uniform(0.0, 5.0))]
+    return kills[:size(2, 3)]
+
+
+def _wait_for_a_batch(folder: Path, streams: list[dict], process: subprocess.Popen) -> None:
+    """Until a stream of the driver just started commits a micro-batch (its checkpoint's commit
+    log grows)."""
+    def count() -> int:
+        return sum(len(list(Path(s["checkpoint"], "commits").glob("[0-9]*"))) for s in streams)
+
+    before, deadline = count(), time.monotonic() + 180
+    while count() == before:
+        assert process.poll() is None, _log(folder)
+        assert time.monotonic() < deadline, "the streams committed no micro-batch"
+        time.sleep(0.2)
 
 
 def _last_firing_per_pane(rows):
@@ -124,68 +212,69 @@ def _last_firing_per_pane(rows):
     return list(last.values())
 
 
+def _feed(spark, source: str, rng: random.Random, stop: threading.Event) -> None:
+    """Appends batches of random sizes (rows shuffled within each) at random pauses."""
+    start = 0
+    for _ in range(25):
+        if stop.is_set():
+            return
+        size_ = rng.randint(1, 40)
+        rows = [(i, rng.choice("abc"), float(i % 7)) for i in range(start, start + size_)]
+        rng.shuffle(rows)
+        spark.createDataFrame(rows, "id long, k string, v double").coalesce(1) \
+            .write.format("delta").mode("append").save(source)
+        start += size_
+        time.sleep(rng.uniform(0.0, 1.5))
+
+
 @pytest.mark.soak
 @pytest.mark.heavy
-@pytest.mark.parametrize("seed,query", CRASH_RUNS)
-def test_killed_at_random_moments_while_a_feeder_appends(spark, tmp_path, seed, query):
-    """A feeder appends batches of random sizes (rows shuffled within each) at random pauses
-    while a TRIGGER EVERY 0.5 stream runs; the driver is killed with SIGKILL at seeded random
-    moments (starting up, mid-batch, between batches) and restarted on the same checkpoint;
-    at the end it drains the source. The table equals the batch query over the same source,
-    row for row (for WATERMARK BY, each pane's last firing: a closing marker ends the input).
-    More seeds by hand: SQL_EXT_CRASH_SEEDS=4,5,6 (see CRASH_QUERIES)."""
-    import random
-    import threading
-
+@pytest.mark.parametrize("seed", CRASH_SEEDS)
+def test_killed_at_random_moments_while_feeders_append(spark, tmp_path, seed):
+    """Feeders append to three sources while a driver runs a TRIGGER EVERY 0.5 streaming table
+    over each (an ORDER BY within each micro-batch over tuples, sliding partials, WATERMARK BY
+    markers); the driver is killed with SIGKILL at seeded random moments (starting up,
+    mid-batch, between batches) and restarted on the same checkpoints; at the end it drains the
+    sources. Each table equals the batch query over its source, row for row (for WATERMARK BY,
+    each pane's last firing: a closing marker ends the input)."""
     rng = random.Random(seed)
-    source = tmp_path / "source"
-    spark.createDataFrame([], "id long, k string, v double").write.format("delta").save(
-        str(source))
-    sizes = [rng.randint(1, 40) for _ in range(25)]
-    pauses = [rng.uniform(0.0, 1.5) for _ in sizes]
+    streams = [_stream(tmp_path, query, query) for query in QUERIES_OVER_SOURCE]
+    for stream in streams:
+        spark.createDataFrame([], "id long, k string, v double").write.format("delta").save(
+            stream["source"])
     stop = threading.Event()
-
-    def feed():
-        start = 0
-        for size, pause in zip(sizes, pauses):
-            if stop.is_set():
-                return
-            rows = [(i, rng.choice("abc"), float(i % 7)) for i in range(start, start + size)]
-            rng.shuffle(rows)
-            spark.createDataFrame(rows, "id long, k string, v double").coalesce(1) \
-                .write.format("delta").mode("append").save(str(source))
-            start += size
-            time.sleep(pause)
-
-    feeder = threading.Thread(target=feed)
-    feeder.start()
+    feeders = [threading.Thread(target=_feed, args=(
+        spark, stream["source"], random.Random(rng.random()), stop)) for stream in streams]
+    for feeder in feeders:
+        feeder.start()
     env = dict(os.environ, SQL_EXT_DRIVER_EVERY="0.5")
     try:
-        for kill_after in [rng.uniform(5.0, 14.0) for _ in range(KILLS)]:
-            args = [sys.executable, str(DRIVER), str(tmp_path / "warehouse"), str(source),
-                    str(tmp_path / "sink"), str(tmp_path / "checkpoint"), query]
-            process = subprocess.Popen(args, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
-                                       stderr=open(tmp_path / "driver.log", "a"),
-                                       start_new_session=True)
-            time.sleep(kill_after)
-            assert process.poll() is None, (tmp_path / "driver.log").read_text()[-3000:]
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=30)
-            time.sleep(1)
+        for running, kill_after in _kills(rng):
+            process = _driver(tmp_path, streams, env)
+            try:
+                if running:  # from a moment its streams run: mid-batch or between batches
+                    _wait_for_a_batch(tmp_path, streams, process)
+                time.sleep(kill_after)
+                assert process.poll() is None, _log(tmp_path)
+            finally:
+                _kill(process)
     finally:
         stop.set()
-        feeder.join()
-    if query == "markers":  # a last marker closes every pane, in batch and streaming alike
-        spark.createDataFrame([(10 ** 6, "c", 12.0)], "id long, k string, v double") \
-            .write.format("delta").mode("append").save(str(source))
+        for feeder in feeders:
+            feeder.join()
+    # A last marker closes every pane, in batch and streaming alike.
+    spark.createDataFrame([(10 ** 6, "c", 12.0)], "id long, k string, v double") \
+        .write.format("delta").mode("append").save(str(tmp_path / "markers_source"))
     # Drains what is left, in one micro-batch: a backlog.
-    _run_driver(tmp_path, dict(os.environ, SQL_EXT_DRIVER_BACKLOG="1"), query=query)
-    table = spark.read.format("delta").load(str(tmp_path / "sink"))
-    expected = [tuple(tuple(v) if isinstance(v, list) else v for v in r) for r in
-                spark.sql(QUERIES_OVER_SOURCE[query].format(source=source))
-                .select(*table.columns).collect()]
-    if query == "markers":
-        expected = _last_firing_per_pane(expected)
-    assert sorted(tuple(tuple(v) if isinstance(v, list) else v for v in r)
-                  for r in table.collect()) == sorted(expected)
-    assert table.count() > 0
+    _run_to_end(tmp_path, streams, dict(os.environ, SQL_EXT_DRIVER_BACKLOG="1"))
+    for stream in streams:
+        query = stream["query"]
+        table = spark.read.format("delta").load(stream["sink"])
+        expected = [tuple(tuple(v) if isinstance(v, list) else v for v in r) for r in
+                    spark.sql(QUERIES_OVER_SOURCE[query].format(source=stream["source"]))
+                    .select(*table.columns).collect()]
+        if query == "markers":
+            expected = _last_firing_per_pane(expected)
+        assert sorted(tuple(tuple(v) if isinstance(v, list) else v for v in r)
+                      for r in table.collect()) == sorted(expected), query
+        assert table.count() > 0, query

@@ -1,18 +1,17 @@
 """LATE ROWS INTO (spec/sql.md section 8): every tuple dropped for lateness is a row of a Delta
 table, with its event time, the watermark that dropped it and the panes it would have joined;
-batch replay and streaming against the pane oracle, and a SIGKILL between and after the commits
-of a micro-batch (no late row lost or doubled)."""
+batch replay and streaming against the pane oracle (test_exactly_once.py kills a driver between
+and after the commits of a micro-batch: no late row lost or doubled)."""
 
 import datetime
 import itertools
-import os
 import random
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle_panes import pane_firings
-from test_exactly_once import BATCHES, _run_driver
+from scale import examples
 from test_panes_sql import SELECT, _number, _shape_sql, pane_rows, window_input
 from test_streaming import T0, _run_batches, batches_with_markers, micro_batches
 from test_tumbling_oracle import SETTINGS
@@ -98,7 +97,8 @@ STREAMING = """
     LATE ROWS INTO {late}"""
 
 
-@settings(max_examples=3, deadline=None,
+@pytest.mark.soak
+@settings(max_examples=examples(2, 4), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=micro_batches())
 @pytest.mark.parametrize("aggregates", ["SUM(v) AS total", "ARRAY_SORT(COLLECT_LIST(id)) AS ids"],
@@ -116,31 +116,6 @@ def test_streaming_late_rows_match_oracle(spark, tmp_path_factory, aggregates, b
     assert status["late_dropped"] == spark.table(late).count()
 
 
-@pytest.mark.heavy
-@pytest.mark.parametrize("stage", ["firings", "written"])
-def test_late_rows_survive_a_kill(spark, tmp_path, stage):
-    """Killed after a micro-batch committed its firings but not its late rows ("firings"), or
-    both but not its offsets ("written"): the restart writes every late row exactly once and
-    the firings once."""
-    for batch in BATCHES:
-        spark.createDataFrame(
-            [(r["id"], r["k"], T0 + datetime.timedelta(seconds=r["ts"]), r["v"]) for r in batch],
-            "id long, k string, event_time timestamp, v double").coalesce(1) \
-            .write.format("delta").mode("append").save(str(tmp_path / "source"))
-    marker = tmp_path / "paused"
-    # Batch 1 is the first with a late tuple (104 under the watermark 105).
-    env = dict(os.environ, SQL_EXT_FAULT_PAUSE=str(marker), SQL_EXT_FAULT_STAGE=stage,
-               SQL_EXT_FAULT_BATCH="1")
-    _run_driver(tmp_path, env, wait_for=marker, query="late_partials")
-    assert int(marker.read_text()) >= 1
-    _run_driver(tmp_path, dict(os.environ), query="late_partials")
-    late = spark.read.format("delta").load(str(tmp_path / "warehouse" / "late_out"))
-    assert _streamed_late(late.collect()) == _streaming_late_oracle(BATCHES, (10, 5))
-    assert late.count() == 3
-    sink = spark.read.format("delta").load(str(tmp_path / "sink"))
-    assert sink.count() == sink.select("k", "s").distinct().count()  # nothing doubled
-
-
 MARKER_LATE = """
     SELECT k, PANE_START() AS s, SUM(v) AS total
     FROM STREAM({{source}})
@@ -148,7 +123,8 @@ MARKER_LATE = """
     WATERMARK BY IF(v < 0, event_time, NULL) LATE ROWS INTO {late}"""
 
 
-@settings(max_examples=3, deadline=None,
+@pytest.mark.soak
+@settings(max_examples=examples(2, 4), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=batches_with_markers())
 def test_streaming_late_rows_under_watermark_markers(spark, tmp_path_factory, batches):

@@ -11,6 +11,7 @@ import itertools
 import pytest
 from hypothesis import HealthCheck, given, settings
 from oracle_panes import pane_firings
+from scale import examples
 from test_streaming import T0, _run_batches, micro_batches
 
 TUPLES = """
@@ -60,7 +61,8 @@ def _history_operations(spark, table):
 
 
 @pytest.mark.heavy
-@settings(max_examples=4, deadline=None,
+@pytest.mark.soak
+@settings(max_examples=examples(2, 6), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=micro_batches())
 @pytest.mark.parametrize("query", [TUPLES, PARTIALS], ids=["tuples", "partials"])
@@ -86,7 +88,8 @@ def test_emit_final_streams_each_pane_once_when_it_closes(spark, tmp_path_factor
 
 
 @pytest.mark.heavy
-@settings(max_examples=4, deadline=None,
+@pytest.mark.soak
+@settings(max_examples=examples(2, 6), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=micro_batches())
 @pytest.mark.parametrize("query", [TUPLES, PARTIALS], ids=["tuples", "partials"])

@@ -45,7 +45,10 @@ def strange_run(tmp_path_factory):
         shutil.copy(jar, cache / jar.name)
     env = dict(os.environ, PYTHONPATH=str(package), SQL_EXT_JAR_CACHE=str(cache),
                SQL_EXT_WAREHOUSE=str(folder / "warehouse"))
-    env.pop("PYSPARK_SUBMIT_ARGS", None)  # dev.sh test's JVM settings: not this process's path
+    # dev.sh test's JVM settings name files under the project: the compiler setting alone, as
+    # a default (--driver-java-options would replace the session's own -D options).
+    env["PYSPARK_SUBMIT_ARGS"] = ('--conf "spark.driver.defaultJavaOptions=-XX:TieredStopAtLevel=1'
+                                  ' -XX:ReservedCodeCacheSize=240m" pyspark-shell')
     done = subprocess.run([sys.executable, str(TESTS / "paths_driver.py"), str(folder)],
                           cwd=folder, env=env, capture_output=True, text=True, timeout=600)
     output = done.stdout + done.stderr
@@ -55,6 +58,7 @@ def strange_run(tmp_path_factory):
 
 
 @pytest.mark.heavy
+@pytest.mark.xdist_group("strange_folder")  # one strange_run: both tests on one worker
 def test_streaming_tables_in_a_folder_named_with_quotes_spaces_and_percent(strange_run):
     found, _, folder = strange_run
     library = folder.parent / LIBRARY
@@ -94,6 +98,7 @@ def test_streaming_tables_in_a_folder_named_with_quotes_spaces_and_percent(stran
         "counts", "counts checkpoint", "source", "warehouse"]
 
 
+@pytest.mark.xdist_group("strange_folder")
 def test_seed_examples_from_a_strange_folder_rerun_without_an_error_line(strange_run):
     """The examples read their sample data from the package's folder (named with `#`, `%`, a
     quote and `é`) and, run twice, replace their tables (CREATE OR REPLACE TABLE on the embedded

@@ -13,6 +13,7 @@ import re
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scale import examples
 
 from sql_ext.streaming import create_streaming_table, stream_status
 
@@ -98,7 +99,8 @@ def _stream_cut(spark, tmp_path_factory, appends, runs, max_files, query_over):
 
 
 @pytest.mark.heavy
-@settings(max_examples=int(os.environ.get("SQL_EXT_CUT_EXAMPLES", "8")), deadline=None,
+@pytest.mark.soak
+@settings(max_examples=examples(4, 8, "SQL_EXT_CUT_EXAMPLES"), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(window=st.sampled_from(WINDOWS), ordered=st.booleans(), cut=cut_stream())
 def test_streaming_equals_batch_however_cut(spark, tmp_path_factory, window, ordered, cut):
@@ -122,7 +124,8 @@ PUNCT_PARTIALS = ("SELECT k, WINDOW_ID() AS w, WINDOW_EVENT() AS e, PANE_START()
 
 
 @pytest.mark.heavy
-@settings(max_examples=int(os.environ.get("SQL_EXT_CUT_EXAMPLES", "6")), deadline=None,
+@pytest.mark.soak
+@settings(max_examples=examples(3, 6, "SQL_EXT_CUT_EXAMPLES"), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(ordered=st.booleans(), cut=cut_stream())
 def test_file_punct_partials_equal_batch_however_cut(spark, tmp_path_factory, ordered, cut):
@@ -145,7 +148,8 @@ MARKERS = ("SELECT k, WINDOW_ID() AS w, PANE_INDEX() AS i, ARRAY_SORT(COLLECT_LI
            "WATERMARK BY IF(k = 'c' AND v > 8, TIMESTAMP_SECONDS(id - 3), NULL)")
 
 
-@settings(max_examples=int(os.environ.get("SQL_EXT_CUT_EXAMPLES", "8")) // 3 + 1,
+@pytest.mark.soak
+@settings(max_examples=examples(2, 3, "SQL_EXT_CUT_EXAMPLES"),
           deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(ordered=st.booleans(), cut=cut_stream())
@@ -271,8 +275,9 @@ def test_bigint_sums_past_2_53_are_exact_in_batch_and_streaming(spark, tmp_path)
 def test_partition_eviction_age_is_whole_seconds_on_both_paths(spark):
     """AGE(1.5) acts as AGE(1) in batch replay and on the streaming wall clock: both read the
     one rule, WindowSpec.partitionEvictionPolicy."""
-    from sql_ext.sql.transpile import lower_parts, parse
     import json
+
+    from sql_ext.sql.transpile import lower_parts, parse
 
     jvm = spark.sparkContext._jvm
     spec = jvm.io.sqlext.window.WindowSpec.fromJson(json.dumps(lower_parts(parse(

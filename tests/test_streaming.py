@@ -7,11 +7,11 @@ oracle sees the same sequence: the batch's tuples, then a watermark marker."""
 import datetime
 import itertools
 
-from hypothesis import given
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle_panes import pane_firings
-from hypothesis import HealthCheck, settings
-import pytest
+from scale import examples
 
 import sql_ext
 from sql_ext.streaming import create_streaming_table, stream_status
@@ -79,7 +79,8 @@ def _run_batches(spark, tmp_path_factory, batches, query, sink=None):
     return spark.table(sink).collect() if spark.catalog.tableExists(sink) else []
 
 
-@settings(max_examples=5, deadline=None,  # each example runs several streaming queries
+@pytest.mark.soak
+@settings(max_examples=examples(3, 8), deadline=None,  # each example runs several streaming queries
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=micro_batches())
 def test_streaming_panes_match_oracle(spark, tmp_path_factory, batches):
@@ -95,7 +96,8 @@ PARTIAL_QUERY = """
     WINDOW TIME_INTERVAL(10, 5, 15) ON event_time OVER (PARTITION BY k) WATERMARK DELAY 2"""
 
 
-@settings(max_examples=4, deadline=None,
+@pytest.mark.soak
+@settings(max_examples=examples(2, 6), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=micro_batches())
 def test_streaming_pane_partial_aggregates_match_oracle(spark, tmp_path_factory, batches):
@@ -130,7 +132,8 @@ def batches_with_markers(draw):
             for _ in range(draw(st.integers(1, 4)))]
 
 
-@settings(max_examples=4, deadline=None,
+@pytest.mark.soak
+@settings(max_examples=examples(2, 6), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=batches_with_markers())
 def test_streaming_watermark_by_markers_match_oracle(spark, tmp_path_factory, batches):

@@ -12,6 +12,7 @@ from urllib.parse import urlparse
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scale import examples
 
 from sql_ext.streaming import create_streaming_table, stop_stream, stream_status
 
@@ -76,7 +77,7 @@ def micro_batches(draw):
 
 
 @pytest.mark.parametrize("window", WINDOWS)
-@settings(max_examples=2, deadline=None,  # each example runs several streaming queries
+@settings(max_examples=examples(1, 4), deadline=None,  # each example runs several streaming queries
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=micro_batches())
 def test_streaming_equals_batch(spark, tmp_path_factory, window, batches):
@@ -287,7 +288,7 @@ PARTIAL_QUERY = ("SELECT k, WINDOW_ID() AS w, SUM(v) AS s, COUNT(*) AS c, MIN(v)
                                     "SLIDING DELTA(v, 5) TRIGGER COUNT(1)",
                                     "TUMBLING PUNCT(v > 9)",
                                     "TUMBLING COUNT(3) PARTITION EVICTION COUNT(2) EMIT EVICTED"])
-@settings(max_examples=2, deadline=None,
+@settings(max_examples=examples(1, 4), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=micro_batches())
 def test_partial_aggregates_equal_batch(spark, tmp_path_factory, window, batches):
@@ -304,8 +305,8 @@ def test_partial_aggregates_equal_batch(spark, tmp_path_factory, window, batches
 
 def test_which_queries_take_partial_aggregates(spark):
     """The facts are gathered from sqlglot's tree; the decision is the JVM's, the batch rule's."""
-    from sql_ext.sql.transpile import lower_parts, parse
     from sql_ext.sql.firings import aggregate_inputs
+    from sql_ext.sql.transpile import lower_parts, parse
     from sql_ext.streaming.plan import partial_aggregates
 
     def partials(sql, types):

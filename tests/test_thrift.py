@@ -4,7 +4,6 @@ Spark's beeline over 127.0.0.1."""
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pyspark

@@ -218,6 +218,7 @@ def _running_jobs(ui: int) -> list:
     return get(f"applications/{app}/jobs?status=running")
 
 
+@pytest.mark.xdist_group("ceiling_server")  # one shared_server for the three
 def test_a_cancelled_windowed_query_stops_its_jobs(shared_server):
     port, ui = shared_server
     with hive.connect(host="127.0.0.1", port=port) as conn:
@@ -245,6 +246,7 @@ def _with_timeout(conn, sql: str, seconds: int) -> int:
         time.sleep(0.2)
 
 
+@pytest.mark.xdist_group("ceiling_server")
 def test_the_server_timeout_is_every_session_s_ceiling(shared_server):
     port, ui = shared_server
     with hive.connect(host="127.0.0.1", port=port) as conn:
@@ -277,6 +279,7 @@ def test_the_server_timeout_is_every_session_s_ceiling(shared_server):
         assert 3 <= time.monotonic() - started < 20
 
 
+@pytest.mark.xdist_group("ceiling_server")
 def test_a_timeout_brought_by_the_connection_is_held_to_the_ceiling(shared_server):
     """A connection's session configuration (a JDBC URL's `?key=value`, PyHive's
     `configuration`) reaches the session without a SET: the session's statements are refused,

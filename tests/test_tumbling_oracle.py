@@ -6,9 +6,10 @@ import datetime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import aggregate_rows, tumbling_firings
+from scale import examples
 from windowing import EPOCH, as_multiset, make_view, oracle_shape, sql_firings
 
-SETTINGS = settings(max_examples=20, deadline=None,
+SETTINGS = settings(max_examples=examples(10, 30), deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 

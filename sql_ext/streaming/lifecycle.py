@@ -19,7 +19,7 @@ from sql_ext import jvm
 from sql_ext.sql.errors import WindowSqlError
 from sql_ext.sql.names import table_name
 from sql_ext.streaming import catalog, runner, runs
-from sql_ext.streaming.catalog import AVAILABLE_NOW, Definition, Entry
+from sql_ext.streaming.catalog import AVAILABLE_NOW, Definition
 from sql_ext.streaming.plan import StreamPlan, output_schema, plan_stream
 from sql_ext.streaming.runner import Background, own_session
 from sql_ext.streaming.runs import managing, named_entry, now, short_error
