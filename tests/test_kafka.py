@@ -136,7 +136,7 @@ PANES = ("SELECT k, PANE_START() AS s, COUNT(*) AS n, SUM(v) AS total, MAX(id) A
 def test_streaming_tables_over_a_topic_equal_the_batch_query_however_the_stream_is_cut(
         spark, kafka):
     """Every window family, keyed by the message key: micro-batches of at most 10 messages,
-    three rounds of messages with a REFRESH after each; undecodable messages counted."""
+    two rounds of messages with a REFRESH after each; undecodable messages counted."""
     topic = _topic(kafka)
     table = _create(spark, kafka, {"subscribe": topic})
     cut = _create(spark, kafka, {"subscribe": topic}, maxOffsetsPerTrigger="10")
@@ -146,9 +146,11 @@ def test_streaming_tables_over_a_topic_equal_the_batch_query_however_the_stream_
     panes = f"ks{next(_names)}"
     queries[panes] = PANES.format(source=f"STREAM({cut})")
     sent = []
-    for round_ in range(3):
+    rounds = 2
+    for round_ in range(rounds):
         sent += produce(kafka, topic, [_reading(i) for i in range(round_ * 25, round_ * 25 + 25)]
-                        + [("b", BAD[round_])], PARTITION_OF)
+                        + [("b", bad) for bad in BAD[round_ * 2:min(3, round_ * 2 + 2)]],
+                        PARTITION_OF)
         for name, query in queries.items():
             if round_ == 0:
                 spark.sql(f"CREATE STREAMING TABLE {name} TRIGGER AVAILABLE NOW AS {query}")
