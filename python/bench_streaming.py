@@ -79,7 +79,7 @@ class NoopLateRows:
 
 
 def noop_sinks(table, late):
-    """spark.sql_ext.streaming.sinkWrapper for sink=noop (sql_ext.streaming.sink.sinks_of)."""
+    """The sink wrapper for sink=noop (sql_ext.streaming.sink.wrap_sinks)."""
     return NoopTable(), (NoopLateRows(late) if late is not None else None)
 
 
@@ -133,7 +133,7 @@ def ours(spark, path: str, cut: str, work: Path, sink: str, clause: str, column:
     """Our streaming table into `sink`, a new one (`made[-1]`) unless `name` is given (with
     `replace`: CREATE OR REPLACE); the finished query."""
     from sql_ext.streaming import create_streaming_table
-    from sql_ext.streaming.sink import SINK_WRAPPER
+    from sql_ext.streaming.sink import wrap_sinks
 
     reader(spark, path, cut).createOrReplaceTempView("bench_stream")
     stamp = time.time_ns()
@@ -141,7 +141,7 @@ def ours(spark, path: str, cut: str, work: Path, sink: str, clause: str, column:
         name = f"bench_stream_out_{stamp}"
         made.append(name)
     if sink == "noop":
-        spark.conf.set(SINK_WRAPPER, "bench_streaming:noop_sinks")
+        wrap_sinks(noop_sinks)
     try:
         query = create_streaming_table(
             spark, name,
@@ -150,7 +150,7 @@ def ours(spark, path: str, cut: str, work: Path, sink: str, clause: str, column:
             location=str(work / f"out_{stamp}"), replace=replace)
         query.awaitTermination()
     finally:
-        spark.conf.unset(SINK_WRAPPER)
+        wrap_sinks(None)
     return query
 
 

@@ -1,4 +1,4 @@
-"""A test-only sink wrapper (spark.sql_ext.streaming.sinkWrapper = "fault_sinks:pausing") that
+"""A test-only sink wrapper (`sql_ext.streaming.sink.wrap_sinks(fault_sinks.pausing)`) that
 stops streams at chosen points of a micro-batch, so that a test can kill their process there
 (stream_driver.py sets it when SQL_EXT_FAULTS is set).
 

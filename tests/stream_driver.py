@@ -19,7 +19,7 @@ import sys
 import sql_ext
 from sql_ext.streaming import create_streaming_table
 from sql_ext.streaming.lifecycle import start_refresh
-from sql_ext.streaming.sink import SINK_WRAPPER
+from sql_ext.streaming.sink import wrap_sinks
 
 QUERY = """
     SELECT k, PANE_START() AS s, PANE_TIMING() AS t, PANE_INDEX() AS i,
@@ -85,7 +85,9 @@ if __name__ == "__main__":
     spark = sql_ext.session(warehouse=warehouse)
     spark.sparkContext.setLogLevel("ERROR")
     if os.environ.get("SQL_EXT_FAULTS"):  # stop at points of batches: fault_sinks.py
-        spark.conf.set(SINK_WRAPPER, "fault_sinks:pausing")
+        import fault_sinks
+
+        wrap_sinks(fault_sinks.pausing)
     every = os.environ.get("SQL_EXT_DRIVER_EVERY")
     queries = [start(spark, stream, every, bool(os.environ.get("SQL_EXT_DRIVER_BACKLOG")))
                for stream in streams]

@@ -61,6 +61,9 @@ def test_streaming_table_statements_over_thrift(jdbc):
                        " ('a', TIMESTAMP'2020-01-01 00:00:07', 2),"
                        " ('b', TIMESTAMP'2020-01-01 00:00:12', 4),"
                        " ('a', TIMESTAMP'2020-01-01 00:00:31', 8)")
+        # No setting makes the server import a module a client names (once a test hook: this
+        # one made the stream import `this` and fail on its missing `x`).
+        cursor.execute("SET spark.sql_ext.streaming.sinkWrapper=this:x")
         cursor.execute("CREATE STREAMING TABLE thrift_sums AS "
                        "SELECT k, PANE_START() AS s, SUM(v) AS total FROM STREAM(thrift_events) "
                        "WINDOW TIME_INTERVAL(10) ON ts OVER (PARTITION BY k) WATERMARK DELAY 0")

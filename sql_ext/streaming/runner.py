@@ -73,7 +73,7 @@ def start(spark: SparkSession, entry: Entry, plan: StreamPlan,
     late_sink = LateRowsSink(entry.definition.checkpoint, f"sql_ext:{entry.stream_id}:late") \
         if plan.late_rows else None
     # What the batches write to: the sinks, or what a test or benchmark wraps them in.
-    table_writes, late_writes = sinks_of(spark, table_sink, late_sink)
+    table_writes, late_writes = sinks_of(table_sink, late_sink)
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
         # One job computes the micro-batch's firings; with LATE ROWS INTO the same job wrote

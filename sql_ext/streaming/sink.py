@@ -9,8 +9,6 @@ once.
 
 from __future__ import annotations
 
-import importlib
-
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
@@ -154,18 +152,23 @@ def _quoted(column: str) -> str:
     return "`" + column.replace("`", "``") + "`"
 
 
-# A setting naming a function, "module:function", that wraps the sinks of the streams a session
-# starts: function(table_sink, late_sink or None) -> (table_sink, late_sink). Tests stop a
-# stream between two commits with it (tests/fault_sinks.py), the streaming benchmark measures
-# everything but the commits (python/bench_streaming.py). Not a user setting.
-SINK_WRAPPER = "spark.sql_ext.streaming.sinkWrapper"
+# What wraps the sinks of the streams this process starts: a function(table_sink, late_sink or
+# None) -> (table_sink, late_sink), or None. Tests stop a stream between two commits with it
+# (tests/fault_sinks.py), the streaming benchmark measures everything but the commits
+# (python/bench_streaming.py). Only the process's own Python sets it (wrap_sinks), never a
+# setting or a statement: no client of a server can make it import or run anything.
+_sink_wrapper = None
 
 
-def sinks_of(spark: SparkSession, table: DeltaSink, late: LateRowsSink | None) -> tuple:
-    """The sinks a stream started from `spark` writes to: (table, late), as SINK_WRAPPER
-    wraps them."""
-    wrapper = spark.conf.get(SINK_WRAPPER, None)
-    if not wrapper:
+def wrap_sinks(function) -> None:
+    """From now on, streams started in this process write through `function` (None: to their
+    sinks as they are). For tests and benchmarks."""
+    global _sink_wrapper
+    _sink_wrapper = function
+
+
+def sinks_of(table: DeltaSink, late: LateRowsSink | None) -> tuple:
+    """The sinks a stream writes to: (table, late), as wrap_sinks wraps them."""
+    if _sink_wrapper is None:
         return table, late
-    module, _, function = wrapper.partition(":")
-    return getattr(importlib.import_module(module), function)(table, late)
+    return _sink_wrapper(table, late)
