@@ -31,15 +31,17 @@ class _Fault:
         time.sleep(3600)
 
 
+# The driver's faults, by the real path of the table each is for: the environment is the
+# process's, so it is read once.
+FAULTS = {os.path.realpath(location): fault
+          for location, fault in json.loads(os.environ.get("SQL_EXT_FAULTS", "{}")).items()}
+
+
 def _fault_of(location: str | None) -> _Fault | None:
-    faults = json.loads(os.environ.get("SQL_EXT_FAULTS", "{}"))
     if location is None:
         return None
-    path = os.path.realpath(location.removeprefix("file:"))
-    for named, fault in faults.items():
-        if os.path.realpath(named) == path:
-            return _Fault(**fault)
-    return None
+    fault = FAULTS.get(os.path.realpath(location.removeprefix("file:")))
+    return None if fault is None else _Fault(**fault)
 
 
 class _Batches:

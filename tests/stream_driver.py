@@ -63,6 +63,7 @@ QUERIES = {
     "markers": MARKERS.format(source="STREAM(source_stream)"),
 }
 
+
 def start(spark, stream: dict, every: str | None, backlog: bool):
     """Starts the streaming table `stream` (its source read one version per micro-batch, unless
     `every` or `backlog`): its query."""

@@ -35,6 +35,7 @@ def _oracle_late(late_rows):
 
 
 @pytest.mark.heavy
+@pytest.mark.soak  # tests/scale.py sizes its examples
 @SETTINGS
 @given(timestamps=st.booleans(), data=st.data(), partitioned=st.booleans(),
        mode=st.sampled_from(["delay", "by"]),

@@ -100,6 +100,7 @@ def window_input(spark, rows, timestamps, partitioned, mode):
 INTERVALS = st.sampled_from([(10, 5, 15, 0), (10, 10, 0, 3), (4, 7, 2, 1), (6, 2, 0, 0)])
 
 
+@pytest.mark.soak  # tests/scale.py sizes its examples
 @SETTINGS
 @given(timestamps=st.booleans(), data=st.data(), interval=INTERVALS,
        partitioned=st.booleans(), mode=st.sampled_from(["default", "delay", "by"]),

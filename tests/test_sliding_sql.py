@@ -105,6 +105,7 @@ def _run(spark, rows, clause, partitioned, select):
                      f"FROM events WINDOW {clause.format(over=over)}").collect()
 
 
+@pytest.mark.soak  # tests/scale.py sizes its examples
 @pytest.mark.parametrize("eviction,trigger", COMBOS, ids=[f"{e}-{t}" for e, t in COMBOS])
 def test_sliding_matches_oracle(spark, eviction, trigger):
     @SETTINGS
@@ -138,6 +139,7 @@ EVICTIONS = st.sampled_from([("count", 2, "COUNT(2)"), ("tuples", 4, "TUPLES(4)"
                              ("age", 5, "AGE(5)")])
 
 
+@pytest.mark.soak  # tests/scale.py sizes its examples
 @SETTINGS
 @given(rows=event_rows(), eviction=EVICTIONS, emit_evicted=st.booleans(), n=st.integers(1, 4))
 def test_tumbling_partition_eviction_matches_oracle(spark, rows, eviction, emit_evicted, n):
@@ -151,6 +153,7 @@ def test_tumbling_partition_eviction_matches_oracle(spark, rows, eviction, emit_
         _oracle_shape(result["firings"])
 
 
+@pytest.mark.soak  # tests/scale.py sizes its examples
 @SETTINGS
 @given(rows=event_rows(), eviction=EVICTIONS, emit_evicted=st.booleans(),
        policy=POLICIES["count"]())

@@ -76,6 +76,7 @@ def micro_batches(draw):
             for _ in range(draw(st.integers(1, 4)))]
 
 
+@pytest.mark.soak  # tests/scale.py sizes its examples
 @pytest.mark.parametrize("window", WINDOWS)
 @settings(max_examples=examples(1, 4), deadline=None,  # each example runs several streaming queries
           suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -284,6 +285,7 @@ PARTIAL_QUERY = ("SELECT k, WINDOW_ID() AS w, SUM(v) AS s, COUNT(*) AS c, MIN(v)
                  "MAX(id) AS hi, AVG(v) AS a FROM {source} {window}")
 
 
+@pytest.mark.soak  # tests/scale.py sizes its examples
 @pytest.mark.parametrize("window", ["TUMBLING COUNT(3)", "SLIDING COUNT(4) TRIGGER COUNT(2)",
                                     "SLIDING DELTA(v, 5) TRIGGER COUNT(1)",
                                     "TUMBLING PUNCT(v > 9)",

@@ -3,12 +3,15 @@ NULL keys, ties in ORDER BY, decreasing and NULL delta values, markers."""
 
 import datetime
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import aggregate_rows, tumbling_firings
 from scale import examples
 from windowing import EPOCH, as_multiset, make_view, oracle_shape, sql_firings
 
+# Every test here runs SETTINGS' examples: more of them under `dev.sh soak`.
+pytestmark = pytest.mark.soak
 SETTINGS = settings(max_examples=examples(10, 30), deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 
