@@ -1,10 +1,9 @@
-"""One job, run each way a user deploys sql-ext (not a test; test_deploy.py runs it):
+"""One job, submitted as users submit theirs (not a test; test_deploy.py runs it):
 
-    python deploy_job.py session <work folder>              # sql_ext.session(), the embedded default
-    python deploy_job.py configure <work folder> [master]   # sql_ext.configure(builder.master(...))
-    spark-submit [--master M] deploy_job.py configure <work folder>
+    spark-submit [--master M] deploy_job.py <work folder>
 
-It runs a windowed query, a Python UDAF in a windowed query, a Delta CTAS and a streaming table
+Its driver's JVM runs before sql_ext.configure(builder) adds sql-ext's jars (no --jars, no
+--packages). It runs a windowed query, a Python UDAF in a windowed query, a Delta CTAS and a streaming table
 over a Delta source, and prints their results as one line `RESULT <json>`: the test compares
 the line of every deployment with the local one and with plain Spark. With
 SQL_EXT_DEPLOY_KAFKA=<bootstrap>,<topic> (a topic holding the same rows as JSON) it also runs
@@ -17,9 +16,9 @@ import os
 import sys
 
 import numpy as np
+from pyspark.sql import SparkSession
 
 import sql_ext
-from pyspark.sql import SparkSession
 from sql_ext.udaf import reduce_windows
 
 ROWS = 120
@@ -34,14 +33,10 @@ def py_total(values):
     return reduce_windows(np.add, values)
 
 
-def start(mode: str, work: str, master: str | None) -> SparkSession:
-    if mode == "session":
-        return sql_ext.session(warehouse=f"{work}/warehouse")
+def start(work: str) -> SparkSession:
     builder = (SparkSession.builder.appName("sql-ext-deploy-job")
                .config("spark.sql.warehouse.dir", f"{work}/warehouse")
                .config("spark.sql.shuffle.partitions", "4"))
-    if master:
-        builder = builder.master(master)
     return sql_ext.configure(builder)
 
 
@@ -49,8 +44,8 @@ def rows(frame) -> list:
     return sorted([list(r) for r in frame.collect()])
 
 
-def main(mode: str, work: str, master: str | None = None) -> dict:
-    spark = start(mode, work, master)
+def main(work: str) -> dict:
+    spark = start(work)
     spark.sparkContext.setLogLevel("ERROR")
     source = spark.range(ROWS).selectExpr("CAST(id % 3 AS STRING) AS k", "CAST(id AS DOUBLE) AS v")
     source.createOrReplaceTempView("numbers")
@@ -85,4 +80,4 @@ def main(mode: str, work: str, master: str | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    print("RESULT " + json.dumps(main(*sys.argv[1:4])), flush=True)
+    print("RESULT " + json.dumps(main(sys.argv[1])), flush=True)

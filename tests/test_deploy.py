@@ -21,6 +21,7 @@ from sql_ext.server.thrift import free_port, wait_for_port
 ROOT = Path(__file__).resolve().parents[1]
 JOB = Path(__file__).resolve().parent / "deploy_job.py"
 VENV_BIN = Path(sys.executable).parent
+SUBMIT = [str(VENV_BIN / "spark-submit"), "--conf", "spark.executor.memory=512m"]
 # What executors need for UDAFs: pyspark and its dependencies for Arrow UDFs, not sql_ext.
 WORKER_PACKAGES = ("pyspark", "pyarrow", "pandas", "numpy")
 
@@ -58,6 +59,13 @@ def numbers_topic(kafka):
     create_topic(kafka, topic, 2)
     produce(kafka, topic, [(str(i % 3), {"k": str(i % 3), "v": float(i)}) for i in range(120)])
     return f"{kafka},{topic}"
+
+
+def spark_home() -> str:
+    """pyspark's folder: Spark's scripts find the rest from there."""
+    import pyspark
+
+    return str(Path(pyspark.__file__).parent)
 
 
 def run_job(command: list, work: Path, env: dict, cwd: Path, *after: str) -> dict:
@@ -116,7 +124,9 @@ def clean_env(**extra) -> dict:
 
 @pytest.mark.heavy
 def test_wheel_runs_outside_the_checkout(tmp_path, numbers_topic):
-    """`bash python/dev.sh wheel`, pip install into a fresh venv, everything from elsewhere."""
+    """`bash python/dev.sh wheel`, pip install into a fresh venv, everything from elsewhere:
+    spark-submit of a job in local mode, `sql-ext run-examples` (the embedded default),
+    transpile, jars and thriftserver."""
     subprocess.run(["bash", str(ROOT / "python" / "dev.sh"), "wheel"], check=True, cwd=ROOT,
                    capture_output=True, timeout=900)
     wheels = sorted((ROOT / "dist").glob("sql_ext-*-py3-none-any.whl"))
@@ -138,8 +148,14 @@ def test_wheel_runs_outside_the_checkout(tmp_path, numbers_topic):
                              capture_output=True, text=True, env=env, cwd=elsewhere, check=True)
     assert str(tmp_path / "venv") in located.stdout and str(ROOT) not in located.stdout
 
-    check_result(run_job([str(python), "deploy_job.py", "session"], tmp_path / "job", env,
-                         elsewhere), kafka=True)
+    # spark-submit in local mode, its driver the venv's Python: no --jars, no --packages.
+    submit_env = dict(env, PYSPARK_DRIVER_PYTHON=str(python), SPARK_HOME=spark_home())
+    if "SQL_EXT_TEST_SPARK_CONF_DIR" in os.environ:  # dev.sh test's JVM settings (C1)
+        submit_env["SPARK_CONF_DIR"] = os.environ["SQL_EXT_TEST_SPARK_CONF_DIR"]
+    local = run_job([*SUBMIT, "--master", "local[2]", "deploy_job.py"],
+                    tmp_path / "job", submit_env, elsewhere)
+    check_result(local, kafka=True)
+    assert local["master"] == "local[2]"
     # Delta's and the Kafka connector's jars went to the user's cache folder, not the checkout.
     assert sorted(p.name for p in (tmp_path / "cache" / "sql-ext" / "jars").glob("*.jar")) == [
         "commons-pool2-2.13.1.jar", "delta-spark_4.2_2.13-4.4.0.jar", "delta-storage-4.4.0.jar",
@@ -164,7 +180,7 @@ def test_wheel_runs_outside_the_checkout(tmp_path, numbers_topic):
     # The examples' table, through the catalog the server shares with run-examples.
     assert served_rows([str(bin_dir / "sql-ext"), "thriftserver"], env, elsewhere,
                        "SELECT COUNT(*) AS n, SUM(total) AS total FROM seed_punct_per_file "
-                       "WINDOW TUMBLING COUNT(3) OVER (ORDER BY window)") == [(3, 23.5)]
+                       "WINDOW TUMBLING COUNT(3) OVER (ORDER BY window)") == [[(3, 23.5)]]
 
 
 class StandaloneCluster:
@@ -228,44 +244,36 @@ def worker_python(tmp_path_factory):
 
 @pytest.mark.heavy
 def test_standalone_cluster_and_spark_submit(tmp_path, worker_python, numbers_topic):
-    """configure(builder.master(spark://...)), spark-submit to the cluster and spark-submit
-    in local mode: no --jars, no --packages; executors without sql_ext run the UDAF."""
-    import pyspark
-
-    spark_home = str(Path(pyspark.__file__).parent)  # Spark's scripts find it from here
-    cluster = StandaloneCluster(tmp_path, clean_env(SPARK_HOME=spark_home)).start()
+    """Two applications on the cluster, each loading sql-ext's jars its own way, with executors
+    whose Python has no sql_ext: spark-submit (the driver's JVM runs before sql_ext.configure
+    adds the jars) and `sql-ext thriftserver --master` (sql_ext.configure(builder.master(...))
+    sets the jars before the JVM starts). Both run windowed queries with a Python UDAF, a Delta
+    CTAS and streaming tables over Delta and Kafka; no --jars, no --packages."""
+    cluster = StandaloneCluster(tmp_path, clean_env(SPARK_HOME=spark_home())).start()
     job_env = clean_env(PYSPARK_PYTHON=str(worker_python), PYSPARK_DRIVER_PYTHON=sys.executable,
-                        SPARK_HOME=spark_home, SQL_EXT_DEPLOY_KAFKA=numbers_topic)
+                        SPARK_HOME=spark_home(), SQL_EXT_DEPLOY_KAFKA=numbers_topic)
     # spark-submit's own drivers read dev.sh test's JVM settings (C1) from a conf folder.
     submit_env = dict(job_env)
     if "SQL_EXT_TEST_SPARK_CONF_DIR" in os.environ:
         submit_env["SPARK_CONF_DIR"] = os.environ["SQL_EXT_TEST_SPARK_CONF_DIR"]
-    submit = [str(VENV_BIN / "spark-submit"), "--conf", "spark.executor.memory=512m"]
     try:
-        on_cluster = {
-            "configure": run_job([sys.executable, str(JOB), "configure"], tmp_path / "job1",
-                                 job_env, tmp_path, cluster.url),
-            "spark-submit": run_job([*submit, "--master", cluster.url, str(JOB), "configure"],
-                                    tmp_path / "job2", submit_env, tmp_path),
-        }
-        served = query_thrift_server_on(cluster, tmp_path, job_env)
+        submitted = run_job([*SUBMIT, "--master", cluster.url, str(JOB)],
+                            tmp_path / "job", submit_env, tmp_path)
+        served = query_thrift_server_on(cluster, tmp_path, job_env, numbers_topic)
     finally:
         cluster.stop()
-    local = run_job([*submit, "--master", "local[2]", str(JOB), "configure"], tmp_path / "job3",
-                    submit_env, tmp_path)
-    for name, result in {**on_cluster, "spark-submit local": local}.items():
-        check_result(result, kafka=True)
-    assert {r["master"] for r in on_cluster.values()} == {cluster.url}
-    assert local["master"] == "local[2]"
+    check_result(submitted, kafka=True)
+    assert submitted["master"] == cluster.url
     # The UDAF ran in executors of the cluster, whose Python has no sql_ext.
     apps = list(tmp_path.glob("worker/app-*"))
-    assert len({app.name for app in apps}) == 3, apps
-    assert served == [(str(k), w, n, total, total) for k, w, n, total, _ in expected_windows()]
+    assert len({app.name for app in apps}) == 2, apps
+    expected = [(str(k), w, n, total, total) for k, w, n, total, _ in expected_windows()]
+    assert served == [expected] * 4
 
 
 def served_rows(command: list, env: dict, cwd: Path, *statements: str) -> list:
     """Starts the Thrift server `command` on a free port, runs `statements` through PyHive and
-    stops it: the last statement's rows, sorted."""
+    stops it: the rows of each statement that returns rows, sorted."""
     port = free_port()
     with open(cwd / "server.log", "w") as log:
         server = subprocess.Popen([*command, "--port", str(port)], stdout=log,
@@ -274,18 +282,25 @@ def served_rows(command: list, env: dict, cwd: Path, *statements: str) -> list:
     try:
         wait_for_port("127.0.0.1", port, timeout=180)
         with hive.connect(host="127.0.0.1", port=port) as conn:
-            cursor = conn.cursor()
+            cursor, results = conn.cursor(), []
             for statement in statements:
                 cursor.execute(statement)
-            return sorted(cursor.fetchall())
+                if cursor.description and statement.lstrip().upper().startswith("SELECT"):
+                    results.append(sorted(cursor.fetchall()))
+            return results
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)
 
 
-def query_thrift_server_on(cluster: StandaloneCluster, folder: Path, env: dict) -> list:
+def query_thrift_server_on(cluster: StandaloneCluster, folder: Path, env: dict,
+                           numbers_topic: str) -> list:
     """`sql-ext thriftserver --master <cluster> --udafs ...`: a windowed query with a UDAF of
-    the --udafs module (which the executors cannot import) over JDBC."""
+    the --udafs module (which the executors cannot import) over a Delta CTAS and over a Kafka
+    topic, and a streaming table over each, through JDBC."""
+    bootstrap, topic = numbers_topic.split(",")
+    windowed = ("SELECT k, WINDOW_ID() AS w, COUNT(*) AS n, SUM(v) AS total, team_total(v) AS py "
+                "FROM {source} WINDOW TUMBLING COUNT(4) OVER (PARTITION BY k ORDER BY v)")
     env = dict(env, PYTHONPATH=str(Path(__file__).resolve().parent))  # tests/udafs, driver only
     return served_rows(
         [sys.executable, "-m", "sql_ext.cli", "thriftserver", "--master", cluster.url,
@@ -293,8 +308,15 @@ def query_thrift_server_on(cluster: StandaloneCluster, folder: Path, env: dict) 
         env, folder,
         "CREATE TABLE numbers USING DELTA AS SELECT CAST(id % 3 AS STRING) AS k, "
         "CAST(id AS DOUBLE) AS v FROM range(120)",
-        "SELECT k, WINDOW_ID() AS w, COUNT(*) AS n, SUM(v) AS total, team_total(v) AS py "
-        "FROM numbers WINDOW TUMBLING COUNT(4) OVER (PARTITION BY k ORDER BY v)")
+        windowed.format(source="numbers"),
+        "CREATE STREAMING TABLE numbers_live AS " + windowed.format(source="STREAM(numbers)"),
+        "SELECT * FROM numbers_live",
+        "CREATE TABLE numbers_topic (k STRING, v DOUBLE) USING kafka OPTIONS ("
+        f"'kafka.bootstrap.servers' = '{bootstrap}', 'subscribe' = '{topic}', "
+        "'format' = 'json')",
+        windowed.format(source="numbers_topic"),
+        "CREATE STREAMING TABLE topic_live AS " + windowed.format(source="STREAM(numbers_topic)"),
+        "SELECT * FROM topic_live")
 
 
 def test_a_driver_that_cannot_take_jars_gets_the_submit_arguments(spark):

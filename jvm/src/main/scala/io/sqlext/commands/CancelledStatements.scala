@@ -13,7 +13,9 @@ import org.apache.spark.sql.SparkSession
  * a statement run in the client's thread, or one waiting on a stream that runs in its own
  * session, is told only by the server's listener events. Those event classes are private to
  * Spark's Thrift server package, so they are recognised by name: the first field of each is
- * the statement id.
+ * the statement id. The listener bus delivers them late when the server is busy (seconds, on
+ * two loaded cores), so the interrupt of a statement's thread, which the server sends before
+ * the event, counts at once (`interrupted`); the event then says which of the two it was.
  */
 object CancelledStatements {
   private val Events = Map(
@@ -25,8 +27,16 @@ object CancelledStatements {
   private val watched = java.util.Collections.newSetFromMap(
     new java.util.WeakHashMap[SparkContext, java.lang.Boolean])
 
+  private val Interrupted = "cancelled or stopped by the statement timeout"
+
   /** Why the statement `statementId` ended early ("cancelled", ...), if it did. */
   def why(statementId: String): Option[String] = Option(ended.get(statementId)).map(_._1)
+
+  /** The server interrupted the thread of the statement `statementId`: it was cancelled or
+   *  timed out, and its event may not have come yet. */
+  def interrupted(statementId: String): Unit = if (statementId != null) {
+    ended.putIfAbsent(statementId, (Interrupted, System.currentTimeMillis()))
+  }
 
   /** `why` for Python: null while the statement goes on. */
   def whyOrNull(statementId: String): String = why(statementId).orNull
@@ -47,7 +57,7 @@ object CancelledStatements {
         event match {
           case fields: Product if fields.productArity > 0 =>
             val now = System.currentTimeMillis()
-            ended.put(fields.productElement(0).toString, (why, now))
+            ended.put(fields.productElement(0).toString, (why, now))  // says which
             ended.entrySet().removeIf(_.getValue._2 < now - KeptMillis)
           case _ =>
         }

@@ -26,8 +26,9 @@ case class StreamStatementCommand(kind: String, sqlText: String) extends LeafRun
 
   override def run(session: SparkSession): Seq[Row] = {
     CancelledStatements.watch(session.sparkContext)  // before this statement can be cancelled
-    val answer = JsonMethods.parse(
-      SqlRewriterRegistry.execute(sqlText, session, CancelledStatements.idOf(session)))
+    val statementId = CancelledStatements.idOf(session)
+    val answer = JsonMethods.parse(SqlRewriterRegistry.execute(sqlText, session, statementId,
+      () => CancelledStatements.interrupted(statementId)))
     answer \ "await" match {
       case JString(token) => AwaitedStreams.await(token, session,
         if (kind == "REFRESH") "REFRESH STREAMING TABLE" else "CREATE STREAMING TABLE")

@@ -45,8 +45,11 @@ object SqlRewriterRegistry {
    *  definition left half changed. So Python runs from a thread of its own (a new thread: it
    *  inherits the statement's job group and scheduler pool), which no cancel interrupts; Python
    *  learns of a cancel from CancelledStatements and ends its work whole. The statement's thread
-   *  waits for that answer and keeps its interrupt for what comes after (AwaitedStreams). */
-  def execute(sqlText: String, session: SparkSession, statementId: String): String =
+   *  waits for that answer and keeps its interrupt for what comes after (AwaitedStreams);
+   *  `interrupted` runs as the interrupt arrives, so that Python learns of it at once (the
+   *  server's own cancel event comes on the listener bus, seconds late on a busy server). */
+  def execute(sqlText: String, session: SparkSession, statementId: String,
+      interrupted: () => Unit = () => ()): String =
     current match {
       case Some(rewriter) =>
         var answer: Either[Throwable, String] = null
@@ -55,12 +58,16 @@ object SqlRewriterRegistry {
           catch { case failure: Throwable => Left(failure) }, "sql-ext-statement")
         worker.setDaemon(true)
         worker.start()
-        var interrupted = false
+        var wasInterrupted = false
         while (worker.isAlive) {
           try worker.join()
-          catch { case _: InterruptedException => interrupted = true }
+          catch {
+            case _: InterruptedException =>
+              if (!wasInterrupted) interrupted()
+              wasInterrupted = true
+          }
         }
-        if (interrupted) Thread.currentThread().interrupt()
+        if (wasInterrupted) Thread.currentThread().interrupt()
         answer.fold(failure => throw failure, identity)
       case None => """{"error": "the sql_ext rewriter is not registered in this process"}"""
     }
