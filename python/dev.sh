@@ -117,17 +117,26 @@ case "${1:-}" in
   main) setup; shift; exec "$VENV/bin/sql-ext" run-examples "$@" ;;
   # pytest: `test` without the JVM unit tests, for a quick run of some Python tests.
   test|soak|pytest)
-    setup
+    setup_python
+    fetched_jars
+    # The Kafka broker the tests start (Maven Central jars, cached under .cache/kafka): fetched
+    # while sbt builds, which needs the CPU and not the network.
+    say "Kafka broker jars (.cache/kafka), in the background"
+    mkdir -p "$ROOT/.cache"
+    "$PY" tests/kafka_broker.py > "$ROOT/.cache/kafka-jars.log" 2>&1 &
+    kafka_jars=$!
     if [ "$1" = test ]; then
-      say "JVM tests (sbt jvm/test)"
-      sbt jvm/test
-    elif [ "$1" = soak ]; then
-      export SQL_EXT_SOAK=1  # tests/scale.py: the full-size loads and loops
+      # One sbt run builds the jar (when sources changed) and runs the JVM tests: each sbt
+      # start loads the build again (20-30 s of CPU).
+      say "JVM extension and its tests (sbt jvm/package jvm/test)"
+      sbt jvm/package jvm/test
+    else
+      build_jar
+      if [ "$1" = soak ]; then export SQL_EXT_SOAK=1; fi  # tests/scale.py: full-size loads
     fi
     shift
-    # The Kafka broker the tests start (Maven Central jars, cached under .cache/kafka).
-    say "Kafka broker jars (.cache/kafka)"
-    "$PY" tests/kafka_broker.py
+    if ! wait "$kafka_jars"; then cat "$ROOT/.cache/kafka-jars.log" >&2; exit 1; fi
+    cat "$ROOT/.cache/kafka-jars.log" >&2
     test_jvms
     workers="${SQL_EXT_TEST_WORKERS:-2}"
     say "Python tests (pytest, $workers workers)"

@@ -14,6 +14,7 @@ import uuid
 import pytest
 
 from kafka_messages import create_topic, produce
+from scale import size
 from sql_ext.streaming import stream_status
 from test_stream_order import WINDOWS as STREAM_ORDER_WINDOWS
 
@@ -133,13 +134,15 @@ PANES = ("SELECT k, PANE_START() AS s, COUNT(*) AS n, SUM(v) AS total, MAX(id) A
 
 
 @pytest.mark.heavy
+@pytest.mark.soak  # tests/scale.py sizes its micro-batches
 def test_streaming_tables_over_a_topic_equal_the_batch_query_however_the_stream_is_cut(
         spark, kafka):
-    """Every window family, keyed by the message key: micro-batches of at most 10 messages,
-    two rounds of messages with a REFRESH after each; undecodable messages counted."""
+    """Every window family, keyed by the message key: micro-batches of at most 20 messages
+    (10 in the soak), two rounds of messages with a REFRESH after each, so that windows span
+    micro-batches and runs; undecodable messages counted."""
     topic = _topic(kafka)
     table = _create(spark, kafka, {"subscribe": topic})
-    cut = _create(spark, kafka, {"subscribe": topic}, maxOffsetsPerTrigger="10")
+    cut = _create(spark, kafka, {"subscribe": topic}, maxOffsetsPerTrigger=size("20", "10"))
     queries = {f"ks{next(_names)}": QUERY.format(
         source=f"STREAM({cut})", window=w.removesuffix(" EMIT INCOMPLETE"),
         tail=" EMIT INCOMPLETE" if w.endswith(" EMIT INCOMPLETE") else "") for w in WINDOWS}

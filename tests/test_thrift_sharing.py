@@ -24,10 +24,10 @@ KEYS = 7
 SIZE = 3
 # Rows of the source before the long REFRESH, and of its backlog: in the suite a backlog whose
 # rows each sleep as they are read (reflect returns the string 'null'), in one task, so that a
-# pass takes 18 s with the CPU free for the statements that watch it; in the soak 3M rows
+# pass takes 12 s with the CPU free for the statements that watch it; in the soak 3M rows
 # that take minutes to window.
 SMALL = 70
-BACKLOG, SLEEP_MS = size((60, 300), (3_000_000, 0))
+BACKLOG, SLEEP_MS = size((40, 300), (3_000_000, 0))
 LARGE = SMALL + BACKLOG
 COUNTS = ("SELECT k, WINDOW_ID() AS w, COUNT(*) AS n, MIN(seq) AS lo, MAX(seq) AS hi "
           "FROM STREAM({source}) WHERE seq < {small} OR "
@@ -39,6 +39,10 @@ LONG_QUERY = ("SELECT k, COUNT(*) FROM (SELECT k, WINDOW_ID() AS w, SUM(seq) AS 
               "(SELECT id AS seq, id % 100 AS k FROM range(0, 100000, 1, 2) "
               "WHERE reflect('java.lang.Thread', 'sleep', 10 + id * 0) = 'null') "
               "WINDOW TUMBLING COUNT(10) OVER (PARTITION BY k ORDER BY seq)) GROUP BY k")
+# A statement's state without HiveServer2's long polling: a status request about a running
+# background statement otherwise waits up to 5 s for it to end (hive.server2.long.polling.timeout),
+# and two such waits took most of an 18 s pass before the test's cancel.
+NO_LONG_POLL = {"set:hiveconf:hive.server2.long.polling.timeout": "0ms"}
 ENDED = (TOperationState.CANCELED_STATE, TOperationState.TIMEDOUT_STATE,
          TOperationState.FINISHED_STATE, TOperationState.ERROR_STATE,
          TOperationState.CLOSED_STATE)
@@ -72,7 +76,7 @@ def _state(cursor) -> int:
 def test_a_cancelled_or_timed_out_refresh_stops_its_stream_and_keeps_its_checkpoint(
         thrift_server):
     counts = COUNTS.format(source="share.src", small=SMALL, sleep=SLEEP_MS)
-    with hive.connect(host="127.0.0.1", port=thrift_server) as conn, \
+    with hive.connect(host="127.0.0.1", port=thrift_server, configuration=NO_LONG_POLL) as conn, \
             hive.connect(host="127.0.0.1", port=thrift_server) as other:
         cursor, watcher = conn.cursor(), other.cursor()
         cursor.execute("CREATE DATABASE share")
@@ -120,7 +124,8 @@ def test_a_cancelled_or_timed_out_refresh_stops_its_stream_and_keeps_its_checkpo
 
         # Two clients create the same table at once: the second joins the first one's pass,
         # and a cancel of the first does not cut the pass the second waits for.
-        third = hive.connect(host="127.0.0.1", port=thrift_server).cursor()
+        third = hive.connect(host="127.0.0.1", port=thrift_server,
+                             configuration=NO_LONG_POLL).cursor()
         cursor.execute(f"CREATE STREAMING TABLE share.cnt AS {counts}", async_=True)
         _until(running, "the first CREATE's stream to run")
         third.execute(f"CREATE STREAMING TABLE share.cnt AS {counts}", async_=True)
@@ -138,14 +143,14 @@ def test_a_cancelled_or_timed_out_alter_keeps_the_old_definition(thrift_server):
     """ALTER STREAMING TABLE waits for the new query's first micro-batch (Spark checks the
     checkpoint against the query then). A cancel or a timeout during that wait stops the stream
     and the old definition stays, not running, as it was; its checkpoint stays whole."""
-    # A first micro-batch that takes 18 s however warm the server is: each row after the first
+    # A first micro-batch that takes 12 s however warm the server is: each row after the first
     # SMALL sleeps 0.3 s as it is read, in one task, so that the other core serves the
     # statements that watch it.
     source = "altering.src"
     query = COUNTS.format(source=source, small=SMALL, sleep=300)
-    backlog = SMALL + 60  # in one file
+    backlog = SMALL + 40  # in one file
     altered = f"ALTER STREAMING TABLE altering.cnt TRIGGER EVERY 5 AS {query}"
-    with hive.connect(host="127.0.0.1", port=thrift_server) as conn, \
+    with hive.connect(host="127.0.0.1", port=thrift_server, configuration=NO_LONG_POLL) as conn, \
             hive.connect(host="127.0.0.1", port=thrift_server) as other:
         cursor, watcher = conn.cursor(), other.cursor()
         cursor.execute("CREATE DATABASE altering")

@@ -12,7 +12,7 @@ from windowing import EPOCH, as_multiset, make_view, oracle_shape, sql_firings
 
 # Every test here runs SETTINGS' examples: more of them under `dev.sh soak`.
 pytestmark = pytest.mark.soak
-SETTINGS = settings(max_examples=examples(10, 30), deadline=None,
+SETTINGS = settings(max_examples=examples(6, 30), deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
