@@ -36,7 +36,7 @@ def run_examples(args) -> int:
 
 
 def thriftserver(args) -> int:
-    from sql_ext.server import auth, monitoring, sharing, tls
+    from sql_ext.server import access, auth, monitoring, sharing, tls
     from sql_ext.server.thrift import start_thrift_server, thrift_conf
     from sql_ext.session import session
 
@@ -50,6 +50,11 @@ def thriftserver(args) -> int:
                     metastore=args.metastore, conf=conf, master=args.master)
     if args.auth == "password":
         auth.install(spark, args.password_file)
+        access.enforce(spark, args.admin, spark.conf.get("spark.sql.warehouse.dir"),
+                       args.allow_path)
+    elif args.admin or args.allow_path:
+        raise SystemExit("sql-ext thriftserver: --admin and --allow-path need --auth password "
+                         "(without sign-in the server's one user, its operator, is an admin)")
     _load_udafs(args.udafs)
     start_thrift_server(spark, args.host, args.port)
     print(f"sql-ext Thrift server on jdbc:hive2://{args.host}:{args.port}/default"
@@ -257,6 +262,12 @@ def main(argv=None) -> int:
                         help="none (the default, loopback only) or password (--password-file)")
     server.add_argument("--password-file", default=None,
                         help="users and salted password hashes (sql-ext passwd FILE USER)")
+    server.add_argument("--admin", action="append", default=[], metavar="USER",
+                        help="a signed-in user who may do anything (repeatable); every other "
+                             "user is held to the access checks (README: Security model)")
+    server.add_argument("--allow-path", action="append", default=[], metavar="DIR",
+                        help="a folder, besides the warehouse, where users' paths (LOCATION, "
+                             "CHECKPOINT, file queries) may point (repeatable)")
     server.add_argument("--tls-cert", default=None, metavar="FILE",
                         help="TLS: the server's certificate (PEM; issuers may follow it)")
     server.add_argument("--tls-key", default=None, metavar="FILE",

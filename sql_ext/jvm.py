@@ -33,6 +33,8 @@ AWAITED_STREAMS = "io.sqlext.commands.AwaitedStreams"
 CANCELLED_STATEMENTS = "io.sqlext.commands.CancelledStatements"
 PROCESS_FUNCTIONS = "io.sqlext.analysis.ProcessFunctions"
 WINDOW_METRICS = "io.sqlext.execution.WindowMetrics"
+ACCESS_POLICY = "io.sqlext.access.AccessPolicy"
+SESSION_USERS = "io.sqlext.access.SessionUsers"
 SCALA_OBJECTS = (REWRITER_REGISTRY, PARTIAL_AGGREGATES, STREAMING_WINDOWS, LATE_ROW_FILES,
                  DELTA_BATCH_APPEND, STREAM_CATALOG, STREAM_PROGRESS, PROCESS_FUNCTIONS,
                  WINDOW_METRICS, RUNNING_STREAMS)
@@ -146,7 +148,9 @@ def delta_batch_append(rows: DataFrame, path: str, app_id: str, batch_id: int) -
 def stream_session(spark: SparkSession, settings: dict[str, str]) -> SparkSession:
     """A session of its own for a stream: a copy of `spark` (its temporary views, functions and
     settings), with `settings` where `spark` does not set them. `spark` is left as it is."""
-    copy = SparkSession(spark.sparkContext, _session(spark).cloneSession())
+    jcopy = _session(spark).cloneSession()
+    _object(spark, SESSION_USERS).inherit(_session(spark), jcopy)  # the same user's stream
+    copy = SparkSession(spark.sparkContext, jcopy)
     for key, value in settings.items():
         if spark.conf.get(key, None) is None:
             copy.conf.set(key, value)
@@ -305,12 +309,35 @@ def add_jar(loader, path: str) -> None:
 # -- the Thrift server -----------------------------------------------------------------------
 
 def start_thrift_server(spark: SparkSession, host: str, port: int):
-    """HiveThriftServer2 on (host, port) over `spark`'s context, in this driver."""
+    """HiveThriftServer2 on (host, port) over `spark`'s context, in this driver; its client
+    sessions' users are known to the access checks (io.sqlext.access.SessionUsers)."""
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()
     hadoop.set("hive.server2.thrift.bind.host", host)
     hadoop.set("hive.server2.thrift.port", str(port))
     server = spark.sparkContext._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
-    return server.startWithContext(_session(spark).sqlContext())
+    started = server.startWithContext(_session(spark).sqlContext())
+    _object(spark, SESSION_USERS).register(started)
+    return started
+
+
+def enforce_access(spark: SparkSession, admins: list[str], roots: list[str]) -> None:
+    """From now on every statement of a signed-in user who is not in `admins` passes the
+    access checks (io.sqlext.access.AccessChecks); their paths stay inside `roots`."""
+    jvm = spark.sparkContext._jvm
+    _object(spark, ACCESS_POLICY).enforce(jvm.java.util.ArrayList(admins),
+                                          jvm.java.util.ArrayList(roots))
+
+
+def checked_user(spark: SparkSession) -> str | None:
+    """The signed-in user of `spark` whom the access checks apply to (not an admin, on a
+    server with sign-in), else None."""
+    user = _object(spark, SESSION_USERS).userOrNull(_session(spark))
+    return user if user is not None and _object(spark, ACCESS_POLICY).checks(user) else None
+
+
+def path_allowed(spark: SparkSession, location: str) -> bool:
+    """Whether `location` lies inside the folders the server allows (AccessPolicy)."""
+    return bool(_object(spark, ACCESS_POLICY).allows(location))
 
 
 def empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:

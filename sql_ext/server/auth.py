@@ -73,8 +73,11 @@ def server_conf(auth: str, password_file: str | None) -> dict[str, str]:
         raise SystemExit(f"sql-ext thriftserver --auth password needs --password-file FILE "
                          f"(an existing file; sql-ext passwd FILE USER creates it), got "
                          f"{password_file!r}")
+    # No client may name another user to act as (HiveServer2's hive.server2.proxy.user): who
+    # a session's user is decides what the access checks let it do (sql_ext.server.access).
     return {"spark.hadoop.hive.server2.authentication": "CUSTOM",
-            "spark.hadoop.hive.server2.custom.authentication.class": AUTHENTICATOR}
+            "spark.hadoop.hive.server2.custom.authentication.class": AUTHENTICATOR,
+            "spark.hadoop.hive.server2.allow.user.substitution": "false"}
 
 
 def install(spark, password_file: str) -> None:

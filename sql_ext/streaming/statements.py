@@ -58,12 +58,29 @@ def _create(statement: CreateStreamingTable, sql: str, spark: SparkSession,
         partitioned_by=tuple(statement.args.get("partitioned_by") or ()),
         tblproperties=tuple(statement.args.get("properties") or ()))
     name, query_text = statement.this.sql(dialect="spark"), sql[statement.args["query_start"]:]
+    verb = "ALTER" if statement.args.get("alter") else "CREATE"
+    _check_paths(spark, f"{verb} STREAMING TABLE {name}",
+                 {"CHECKPOINT": options["checkpoint"], "LOCATION": options["location"]})
     if statement.args.get("alter"):
         query = lifecycle.alter_streaming_table(spark, name, query_text, ended=ended, **options)
     else:
         query = lifecycle.create_streaming_table(spark, name, query_text, **options,
                                                  replace=bool(statement.args.get("replace")))
     return query if trigger is None else None
+
+
+def _check_paths(spark: SparkSession, statement: str, paths: dict[str, str | None]) -> None:
+    """CHECKPOINT and LOCATION of a signed-in user who is not an admin: inside the server's
+    folders, the access rule 'paths' that every other statement's paths keep to (the JVM's
+    io.sqlext.access.AccessChecks; the stream's query passes those checks as it is planned)."""
+    user = jvm.checked_user(spark)
+    for what, location in paths.items():
+        if user is not None and location is not None and not jvm.path_allowed(spark, location):
+            raise WindowSqlError(
+                f"Refused by the server's access rule 'paths' for user '{user}', who is not an "
+                f"admin: {statement}'s {what} at '{location}' is outside the folders this "
+                "server allows. An admin of the server can run it (sql-ext thriftserver "
+                "--admin USER).")
 
 
 def answer_execute(sql: str, spark: SparkSession, statement_id: str | None = None) -> str:

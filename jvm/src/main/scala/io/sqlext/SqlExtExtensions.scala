@@ -1,5 +1,6 @@
 package io.sqlext
 
+import io.sqlext.access.AccessChecks
 import io.sqlext.analysis.{KafkaTables, PipelineWindowFunction, ProcessFunctions,
   ResolvePipelineWindows, TimeoutCeiling, WindowTableFunction}
 import io.sqlext.kafka.KafkaUndecodable
@@ -30,6 +31,9 @@ class SqlExtExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectTableFunction(WindowState.registration)
     // Analysis: a server's statement timeout is a ceiling that a session's SET cannot raise.
     extensions.injectCheckRule(session => TimeoutCeiling(session))
+    // Analysis: a signed-in user who is not an admin reaches no JVM method, code, setting or
+    // path beyond what the server's operator allowed.
+    extensions.injectCheckRule(session => AccessChecks(session))
     // Analysis: sql_ext_arrival() and sql_ext_arrival_file(), a row's place in source order.
     ArrivalSequence.registrations.foreach(extensions.injectFunction)
     // Analysis: Python UDAFs shared later reach every session made after (JDBC connections).

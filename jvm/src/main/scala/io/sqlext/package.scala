@@ -8,7 +8,7 @@ package io
  * package spell alike (read from the contract.json the jar carries), and `SqlExtErrors`, errors
  * in Spark's own exception types.
  *
- * May import: `parser`, `analysis`, `optimizer`, `execution`, `expressions`, `replay`, `kafka`,
+ * May import: `access`, `parser`, `analysis`, `optimizer`, `execution`, `expressions`, `replay`, `kafka`,
  * `streaming.catalog` and Spark, all for the wiring.
  * Every package may import `Contract` and `SqlExtErrors`, which import no package of the
  * extension; no package imports `SqlExtExtensions`.

@@ -1,0 +1,149 @@
+package io.sqlext.access
+
+import io.sqlext.SqlExtErrors
+import org.apache.spark.sql.{AnalysisException, SparkSession}
+import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, ScriptTransformation}
+import org.apache.spark.sql.execution.command.{AddArchivesCommand, AddFilesCommand,
+  AddJarsCommand, CreateFunctionCommand, LoadDataCommand, SetCommand}
+import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
+
+/**
+ * The check of every statement of a signed-in user who is not an admin (`AccessPolicy`), run
+ * by Spark after analysis and before the statement runs. Each refusal names its rule:
+ *
+ *  - `jvm`: built-ins that call a JVM method by name (reflect, java_method, try_reflect) and
+ *    TRANSFORM ... USING, which runs an operating-system command;
+ *  - `code`: ADD JAR / FILE / ARCHIVE and CREATE FUNCTION from a class (SQL functions stay);
+ *  - `settings`: SET of a setting outside `AllowedSettings` (reading one is allowed);
+ *  - `paths`: a path outside the server's roots, in a file query (csv.`/path`), LOCATION, LOAD
+ *    DATA, INSERT OVERWRITE DIRECTORY or a table's path option.
+ */
+case class AccessChecks(session: SparkSession) extends (LogicalPlan => Unit) {
+
+  override def apply(plan: LogicalPlan): Unit = if (AccessPolicy.enforced) {
+    SessionUsers.userOf(session).filter(AccessPolicy.checks).foreach(check(plan, _))
+  }
+
+  private def check(plan: LogicalPlan, user: String): Unit = {
+    def refuse(rule: String, what: String): Nothing =
+      throw AccessChecks.refused(user, rule, what)
+
+    plan.foreachWithSubqueries { node =>
+      node.expressions.foreach(_.foreach { e =>
+        if (AccessChecks.jvmCall(e)) {
+          refuse("jvm", s"${e.prettyName}() calls into the server's JVM")
+        }
+      })
+      node match {
+        case _: ScriptTransformation =>
+          refuse("jvm", "TRANSFORM ... USING runs a command on the server")
+        case _: AddJarsCommand | _: AddFilesCommand | _: AddArchivesCommand =>
+          refuse("code", "ADD JAR, FILE and ARCHIVE load code and files into the server")
+        case f: CreateFunctionCommand =>
+          refuse("code", s"CREATE FUNCTION ${f.identifier.funcName} AS '${f.className}' " +
+            "loads a class into the server (a SQL function, CREATE FUNCTION ... RETURN, is " +
+            "allowed)")
+        case SetCommand(Some((key, Some(_)))) if !AllowedSettings(key) =>
+          refuse("settings", s"SET $key: a session may set only " +
+            AllowedSettings.names.mkString(", "))
+        case load: LoadDataCommand =>
+          paths(Seq(load.path), "LOAD DATA INPATH")
+        case LogicalRelation(fs: HadoopFsRelation, _, None, _, _) =>
+          paths(fs.location.rootPaths.map(_.toString), "a file query")
+        case v2: DataSourceV2Relation if AccessChecks.pathTable(v2).isDefined =>
+          paths(AccessChecks.pathTable(v2).toSeq, "a file query")
+        case other =>
+          AccessChecks.locations(other).foreach { case (what, location) =>
+            paths(Seq(location), what)
+          }
+      }
+    }
+
+    def paths(locations: Seq[String], what: String): Unit =
+      locations.filterNot(AccessPolicy.allows).headOption.foreach { location =>
+        refuse("paths", s"$what at '$location' is outside the folders this server allows " +
+          s"(${AccessPolicy.roots.mkString(", ")})")
+      }
+  }
+}
+
+object AccessChecks {
+  private val JvmCalls = Set("reflect", "java_method", "try_reflect")
+
+  private val FileFormats = Set("delta", "parquet", "orc", "csv", "json", "text", "avro",
+    "binaryfile", "xml")
+
+  /** The path of a table named by its path (delta.`/path`: a connector's table whose
+   *  namespace is its format), None for a catalog's table. */
+  private def pathTable(relation: DataSourceV2Relation): Option[String] =
+    relation.identifier.filter(id => id.namespace.length == 1 &&
+      FileFormats(id.namespace.head.toLowerCase)).map(_.name)
+
+  private def jvmCall(e: Expression): Boolean =
+    e.getClass.getSimpleName == "CallMethodViaReflection" || JvmCalls(e.prettyName)
+
+  /** The locations a command writes to or reads from, by the plan's own fields: CREATE TABLE's
+   *  LOCATION and path option (v1 and v2 plans), INSERT OVERWRITE DIRECTORY, ALTER TABLE ...
+   *  SET LOCATION. Found by name so that Hive's own commands need no compile-time link. */
+  private[access] def locations(node: LogicalPlan): Seq[(String, String)] = {
+    val name = node.getClass.getSimpleName
+    def field[T](method: String): Option[T] =
+      scala.util.Try(node.getClass.getMethod(method).invoke(node).asInstanceOf[T]).toOption
+    def storage(value: Any): Seq[String] = value match {
+      case s: org.apache.spark.sql.catalyst.catalog.CatalogStorageFormat =>
+        s.locationUri.map(_.toString).toSeq ++ s.properties.get("path")
+      case t: org.apache.spark.sql.catalyst.catalog.CatalogTable => storage(t.storage)
+      case _ => Nil
+    }
+    val found: Seq[(String, String)] = name match {
+      case "InsertIntoDataSourceDirCommand" | "InsertIntoHiveDirCommand" | "InsertIntoDir" =>
+        field[Any]("storage").toSeq.flatMap(storage).map("INSERT OVERWRITE DIRECTORY" -> _)
+      case "CreateDataSourceTableCommand" | "CreateDataSourceTableAsSelectCommand" |
+           "CreateTableCommand" | "CreateHiveTableAsSelectCommand" |
+           "OptimizedCreateHiveTableAsSelectCommand" | "CreateTableLikeCommand" =>
+        (field[Any]("table").toSeq ++ field[Any]("tableDesc")).flatMap(storage)
+          .map("LOCATION" -> _) ++
+          field[Option[Any]]("location").flatten.map(l => "LOCATION" -> l.toString)
+      case "CreateTable" | "CreateTableAsSelect" | "ReplaceTable" | "ReplaceTableAsSelect" =>
+        field[AnyRef]("tableSpec").toSeq.flatMap { spec =>
+          def of[T](method: String): Option[T] =
+            scala.util.Try(spec.getClass.getMethod(method).invoke(spec).asInstanceOf[T]).toOption
+          of[Option[String]]("location").flatten.toSeq ++
+            of[Map[String, String]]("options").flatMap(_.get("path"))
+        }.map("LOCATION" -> _)
+      case "AlterTableSetLocationCommand" | "SetTableLocation" =>
+        field[String]("location").toSeq.map("SET LOCATION" -> _)
+      case _ => Nil
+    }
+    found.distinct
+  }
+
+  def refused(user: String, rule: String, what: String): AnalysisException =
+    SqlExtErrors.analysis(s"Refused by the server's access rule '$rule' for user " +
+      s"'$user', who is not an admin: $what. An admin of the server can run it " +
+      "(sql-ext thriftserver --admin USER).")
+}
+
+/** The settings a user who is not an admin may SET: how their own statements compute and show
+ *  results, nothing that reaches the server, its files or other sessions. */
+object AllowedSettings {
+  val names: Seq[String] = Seq(
+    "spark.sql.ansi.enabled",
+    "spark.sql.session.timeZone",
+    "spark.sql.shuffle.partitions",
+    "spark.sql.thriftServer.queryTimeout",  // within the server's ceiling (TimeoutCeiling)
+    "spark.sql.adaptive.enabled",
+    "spark.sql.autoBroadcastJoinThreshold",
+    "spark.sql.caseSensitive",
+    "spark.sql.legacy.timeParserPolicy",
+    "spark.sql.datetime.java8API.enabled",
+    "spark.sql.storeAssignmentPolicy",
+    "spark.sql.thriftserver.scheduler.pool",
+    "spark.sql_ext.rewriter.timeout")
+
+  private val allowed = names.map(_.toLowerCase).toSet
+
+  def apply(key: String): Boolean = allowed(key.trim.toLowerCase)
+}

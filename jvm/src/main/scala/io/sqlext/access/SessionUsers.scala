@@ -1,0 +1,64 @@
+package io.sqlext.access
+
+import java.util.concurrent.CopyOnWriteArrayList
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.hive.service.cli.CLIService
+import org.apache.hive.service.cli.SessionHandle
+import org.apache.hive.service.server.HiveServer2
+import org.apache.spark.sql.{SQLContext, SparkSession}
+
+/**
+ * Who sent a session's statements. A Thrift server's client session: the user the server
+ * signed in, read from the server's own records each time (the session manager's session for
+ * the handle whose SQL context is this session), so no setting and no statement can change it.
+ * A session that sql-ext copies for a user's stream (`inherit`) keeps that user. Any other
+ * session (the server's own, a stream's) has no user.
+ */
+object SessionUsers {
+  private val servers = new CopyOnWriteArrayList[HiveServer2]()
+  private val copies = java.util.Collections.synchronizedMap(
+    new java.util.WeakHashMap[SparkSession, String]())
+
+  /** A Thrift server whose client sessions are looked up from now on. */
+  def register(server: HiveServer2): Unit = servers.addIfAbsent(server)
+
+  /** `copy` runs `parent`'s statements for the same user (a stream's own session). */
+  def inherit(parent: SparkSession, copy: SparkSession): Unit =
+    userOf(parent).foreach(copies.put(copy, _))
+
+  /** The user of `session`: Some(name) for a client's session, else None. */
+  def userOf(session: SparkSession): Option[String] =
+    Option(copies.get(session)).orElse(clientUser(session))
+
+  /** For Python: the user's name, or null. */
+  def userOrNull(session: SparkSession): String = userOf(session).orNull
+
+  private def clientUser(session: SparkSession): Option[String] =
+    servers.asScala.iterator.flatMap { server =>
+      server.getServices.asScala.collectFirst { case cli: CLIService => cli }.flatMap { cli =>
+        val manager = cli.getSessionManager
+        contexts(manager.getOperationManager).collectFirst {
+          case (handle, context) if sessionOf(context) eq session =>
+            // A session closing meanwhile: a user with no name, whom every check applies to.
+            scala.util.Try(manager.getSession(handle).getUserName).toOption.flatMap(Option(_))
+              .getOrElse("")
+        }
+      }
+    }.nextOption()
+
+  /** The Spark SQL operation manager's client sessions: its `sessionToContexts` (a member of
+   *  a class private to Spark's Thrift server package, read by reflection), whose values are
+   *  the sessions (SQL contexts before Spark 4). */
+  private def contexts(operations: AnyRef): Iterator[(SessionHandle, AnyRef)] = {
+    val map = operations.getClass.getMethod("sessionToContexts").invoke(operations)
+      .asInstanceOf[java.util.Map[SessionHandle, AnyRef]]
+    map.asScala.iterator
+  }
+
+  private def sessionOf(context: AnyRef): AnyRef = context match {
+    case c: SQLContext => c.sparkSession
+    case other => other
+  }
+}

@@ -1,0 +1,14 @@
+package io.sqlext
+
+/**
+ * Least privilege on a shared server: who a session's client is (`SessionUsers`: the Thrift
+ * server's record of the signed-in user, or a session copied for that user's stream), what the
+ * server's operator configured (`AccessPolicy`: admins, the roots where paths may point), and
+ * the check every statement of a user who is not an admin passes (`AccessChecks`): no call into
+ * the JVM or the operating system by name, no jars, files or class-based functions, only the
+ * settings of an allow-list, and no file path outside the roots. Admins, and a server without
+ * sign-in (whose one user is its operator), are not checked.
+ *
+ * May import: Spark and the Hive service classes of Spark's Thrift server.
+ */
+package object access
