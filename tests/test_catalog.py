@@ -76,7 +76,9 @@ def test_a_killed_thrift_server_restarts_with_its_tables(tmp_path):
     """Tables, views and databases created through JDBC answer by name after the server is
     killed with SIGKILL and started again, and in the next process on the warehouse (started
     from another directory); opening and closing JDBC sessions is fast (no metastore
-    retries); the metastore and its log live in the warehouse, not the working directory."""
+    retries); the metastore and its log live in the warehouse, not the working directory.
+    The restarted server's JVM killed (a crash, the OOM killer): the server does not linger
+    answering nothing; it says so and exits 1, so a supervisor restarts it."""
     warehouse, port, log = tmp_path / "warehouse", free_port(), tmp_path / "server.log"
     process = _start_server(warehouse, port, log)
     try:
@@ -107,8 +109,12 @@ def test_a_killed_thrift_server_restarts_with_its_tables(tmp_path):
             cursor.execute("SELECT SUM(cost) FROM shop.orders WINDOW TUMBLING COUNT(4) "
                            "OVER (ORDER BY seq)")
             assert sorted(row[0] for row in cursor.fetchall()) == [6.0, 22.0, 38.0]
+        # Started whole (the second start's line), it now only serves: its JVM dies.
+        wait_for_line(process, log, "resumed ", count=2)
+        kill_jvm_and_expect_exit(process, log, "sql-ext Thrift server")
     finally:
-        _kill(process, port)
+        if process.poll() is None:
+            _kill(process, port)
     (tmp_path / "elsewhere").mkdir()
     read = _python(f"""
         import sql_ext
@@ -136,10 +142,11 @@ def _children(pid: int) -> list[int]:
     return children
 
 
-def wait_for_line(process, log: Path, text: str, timeout: float = 60) -> None:
-    """Until the server's log holds `text` (it has started whole); fails if it exits first."""
+def wait_for_line(process, log: Path, text: str, timeout: float = 60, count: int = 1) -> None:
+    """Until the server's log holds `text` (`count` times: a log a restarted server appends
+    to); fails if it exits first."""
     deadline = time.monotonic() + timeout
-    while text not in log.read_text():
+    while log.read_text().count(text) < count:
         assert time.monotonic() < deadline and process.poll() is None, log.read_text()[-3000:]
         time.sleep(0.2)
 
@@ -151,19 +158,6 @@ def kill_jvm_and_expect_exit(process, log: Path, server: str) -> None:
     os.kill(jvm, signal.SIGKILL)
     assert process.wait(timeout=60) == 1, log.read_text()[-3000:]
     assert f"{server}: its JVM exited with code -9; the server stops" in log.read_text()
-
-
-def test_a_server_whose_jvm_dies_exits_non_zero(tmp_path):
-    """The JVM behind `sql-ext thriftserver` killed (a crash, the OOM killer): the server does
-    not linger answering nothing; it says so and exits 1, so a supervisor restarts it."""
-    port, log = free_port(), tmp_path / "server.log"
-    process = _start_server(tmp_path / "warehouse", port, log)
-    try:
-        wait_for_line(process, log, "resumed ")  # started whole: it now only serves
-        kill_jvm_and_expect_exit(process, log, "sql-ext Thrift server")
-    finally:
-        if process.poll() is None:
-            _kill(process, port)
 
 
 def test_a_catalog_whose_creation_was_killed_is_created_anew(tmp_path):

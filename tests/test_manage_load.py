@@ -6,7 +6,7 @@ answered, an error only where two clients race and naming it; no client hangs; t
 JVM runs (Spark's UI) are exactly those SHOW STREAMS lists RUNNING; every streaming table left
 holds exactly the windows of its batch query.
 
-The suite's run: 5 clients for 20 s, every kind of statement among their first ones.
+The suite's run: 5 clients for 12 s, every kind of statement among their first ones.
 `dev.sh soak`: 16 clients for 90 s."""
 
 import json
@@ -18,7 +18,7 @@ import pytest
 from scale import size
 
 LOAD = Path(__file__).resolve().parents[1] / "python" / "manage_load.py"
-CLIENTS, SECONDS = size((5, 20), (16, 90))
+CLIENTS, SECONDS = size((5, 12), (16, 90))
 
 
 @pytest.mark.heavy
