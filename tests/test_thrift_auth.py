@@ -163,6 +163,11 @@ def test_a_user_reaches_no_jvm_method_or_command(secured, tables):
     _refused(ann, "SELECT v FROM team.readings WHERE "
                   "reflect('java.lang.System', 'exit', 3) IS NOT NULL", "jvm")
     _refused(ann, "SELECT TRANSFORM(id) USING 'cat' AS (x) FROM team.readings", "jvm")
+    # A JDBC source: its options run statements when it connects (Derby, embedded in the server
+    # for its catalog, runs them in the server's JVM).
+    derby = "OPTIONS (url 'jdbc:derby:memory:probe;create=true', dbtable 'SYS.SYSTABLES')"
+    _refused(ann, f"CREATE TEMPORARY VIEW systables USING jdbc {derby}", "jvm")
+    _refused(ann, f"CREATE TABLE team.systables USING org.apache.spark.sql.jdbc {derby}", "jvm")
     # In a windowed query, and in a streaming table's query (planned in a session of its own).
     _refused(ann, "SELECT COUNT(*) FROM team.readings WHERE reflect('java.lang.System', "
                   "'getenv', 'HOME') IS NULL WINDOW TUMBLING COUNT(2)", "jvm")
@@ -171,6 +176,8 @@ def test_a_user_reaches_no_jvm_method_or_command(secured, tables):
                   "WINDOW TUMBLING COUNT(2)", "jvm")
     root = _as(secured, "root", "admin-pw")
     assert _run(root, "SELECT reflect('java.lang.String', 'valueOf', 7)") == [("7",)]
+    _run(root, f"CREATE TEMPORARY VIEW systables USING jdbc {derby}")
+    assert _run(root, "SELECT COUNT(*) > 0 FROM systables") == [(True,)]
     # A client cannot name another user to act as.
     with pytest.raises(Exception, match="(?i)substitution is not allowed"):
         hive.connect(host="127.0.0.1", port=secured, username="ann", password="s3cret",

@@ -13,8 +13,9 @@ import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
  * The check of every statement of a signed-in user who is not an admin (`AccessPolicy`), run
  * by Spark after analysis and before the statement runs. Each refusal names its rule:
  *
- *  - `jvm`: built-ins that call a JVM method by name (reflect, java_method, try_reflect) and
- *    TRANSFORM ... USING, which runs an operating-system command;
+ *  - `jvm`: built-ins that call a JVM method by name (reflect, java_method, try_reflect),
+ *    TRANSFORM ... USING, which runs an operating-system command, and JDBC data sources,
+ *    whose connection options run statements (an embedded database's in the server);
  *  - `code`: ADD JAR / FILE / ARCHIVE and CREATE FUNCTION from a class (SQL functions stay);
  *  - `settings`: SET of a setting outside `AllowedSettings` (reading one is allowed);
  *  - `paths`: a path outside the server's roots, in a file query (csv.`/path`), LOCATION, LOAD
@@ -50,6 +51,10 @@ case class AccessChecks(session: SparkSession) extends (LogicalPlan => Unit) {
             AllowedSettings.names.mkString(", "))
         case load: LoadDataCommand =>
           paths(Seq(load.path), "LOAD DATA INPATH")
+        case LogicalRelation(jdbc, _, _, _, _) if jdbc.getClass.getSimpleName == "JDBCRelation" =>
+          refuse("jvm", AccessChecks.JdbcSource)
+        case other if AccessChecks.provider(other).exists(_.toLowerCase.contains("jdbc")) =>
+          refuse("jvm", AccessChecks.JdbcSource)
         case LogicalRelation(fs: HadoopFsRelation, _, None, _, _) =>
           paths(fs.location.rootPaths.map(_.toString), "a file query")
         case v2: DataSourceV2Relation if AccessChecks.pathTable(v2).isDefined =>
@@ -71,6 +76,32 @@ case class AccessChecks(session: SparkSession) extends (LogicalPlan => Unit) {
 
 object AccessChecks {
   private val JvmCalls = Set("reflect", "java_method", "try_reflect")
+
+  private val JdbcSource = "a JDBC data source connects from the server to a database of " +
+    "the client's choosing and runs its statements there (an embedded database runs them in " +
+    "the server's JVM)"
+
+  /** The data source a command creates a table or view of (USING ...), by the plan's own
+   *  fields: CREATE [TEMPORARY] VIEW ... USING, CREATE TABLE ... USING (v1 and v2 plans). */
+  private def provider(node: LogicalPlan): Option[String] = {
+    def call(target: AnyRef, method: String): Option[Any] =
+      scala.util.Try(target.getClass.getMethod(method).invoke(target)).toOption
+    def text(value: Any): Option[String] = value match {
+      case s: String => Some(s)
+      case Some(s: String) => Some(s)
+      case t: org.apache.spark.sql.catalyst.catalog.CatalogTable => t.provider
+      case _ => None
+    }
+    node.getClass.getSimpleName match {
+      case "CreateTempViewUsing" | "CreateTableUsing" => call(node, "provider").flatMap(text)
+      case "CreateDataSourceTableCommand" | "CreateDataSourceTableAsSelectCommand" =>
+        call(node, "table").flatMap(text)
+      case "CreateTable" | "CreateTableAsSelect" | "ReplaceTable" | "ReplaceTableAsSelect" =>
+        call(node, "tableSpec").flatMap(spec => call(spec.asInstanceOf[AnyRef], "provider"))
+          .flatMap(text)
+      case _ => None
+    }
+  }
 
   private val FileFormats = Set("delta", "parquet", "orc", "csv", "json", "text", "avro",
     "binaryfile", "xml")
