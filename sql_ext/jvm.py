@@ -34,6 +34,7 @@ CANCELLED_STATEMENTS = "io.sqlext.commands.CancelledStatements"
 PROCESS_FUNCTIONS = "io.sqlext.analysis.ProcessFunctions"
 WINDOW_METRICS = "io.sqlext.execution.WindowMetrics"
 ACCESS_POLICY = "io.sqlext.access.AccessPolicy"
+ACCESS_CHECKS = "io.sqlext.access.AccessChecks"
 SESSION_USERS = "io.sqlext.access.SessionUsers"
 SCALA_OBJECTS = (REWRITER_REGISTRY, PARTIAL_AGGREGATES, STREAMING_WINDOWS, LATE_ROW_FILES,
                  DELTA_BATCH_APPEND, STREAM_CATALOG, STREAM_PROGRESS, PROCESS_FUNCTIONS,
@@ -328,16 +329,11 @@ def enforce_access(spark: SparkSession, admins: list[str], roots: list[str]) -> 
                                           jvm.java.util.ArrayList(roots))
 
 
-def checked_user(spark: SparkSession) -> str | None:
-    """The signed-in user of `spark` whom the access checks apply to (not an admin, on a
-    server with sign-in), else None."""
-    user = _object(spark, SESSION_USERS).userOrNull(_session(spark))
-    return user if user is not None and _object(spark, ACCESS_POLICY).checks(user) else None
-
-
-def path_allowed(spark: SparkSession, location: str) -> bool:
-    """Whether `location` lies inside the folders the server allows (AccessPolicy)."""
-    return bool(_object(spark, ACCESS_POLICY).allows(location))
+def path_refusal(spark: SparkSession, what: str, location: str) -> str | None:
+    """The access rule 'paths' for the user of `spark` (io.sqlext.access.AccessChecks, the
+    rule every statement's paths keep to): why `location`, given as `what`, is refused, or None
+    where it is allowed or the user is not checked."""
+    return _object(spark, ACCESS_CHECKS).pathRefusal(_session(spark), what, location)
 
 
 def empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:

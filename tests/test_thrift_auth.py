@@ -144,7 +144,7 @@ def _refused(cursor, sql, rule):
 
 @pytest.fixture(scope="module")
 def tables(secured):
-    """A table of ann's in the warehouse, and its contents, to check that nothing changed."""
+    """A table in the warehouse (made by the admin), which every test checks is unchanged."""
     admin = _as(secured, "root", "admin-pw")
     _run(admin, "CREATE DATABASE IF NOT EXISTS team")
     _run(admin, "CREATE TABLE team.readings USING DELTA AS SELECT id, id * 2 AS v FROM range(5)")

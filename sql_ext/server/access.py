@@ -19,12 +19,10 @@ from pyspark.sql import SparkSession
 from sql_ext import jvm
 
 
-def enforce(spark: SparkSession, admins: list[str], warehouse: str,
-            allowed: list[str]) -> list[str]:
-    """Turns the checks on; the folders paths may point into (the warehouse, a path or a
-    file: URI, first)."""
+def enforce(spark: SparkSession, admins: list[str], warehouse: str, allowed: list[str]) -> None:
+    """Turns the checks on; paths may point into the warehouse (a path or a file: URI) and the
+    `allowed` folders."""
     if warehouse.startswith("file:"):
         warehouse = unquote(urlparse(warehouse).path)
     roots = [str(Path(warehouse).resolve())] + [str(Path(p).resolve()) for p in allowed]
     jvm.enforce_access(spark, list(admins), roots)
-    return roots

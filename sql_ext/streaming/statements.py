@@ -70,17 +70,13 @@ def _create(statement: CreateStreamingTable, sql: str, spark: SparkSession,
 
 
 def _check_paths(spark: SparkSession, statement: str, paths: dict[str, str | None]) -> None:
-    """CHECKPOINT and LOCATION of a signed-in user who is not an admin: inside the server's
-    folders, the access rule 'paths' that every other statement's paths keep to (the JVM's
-    io.sqlext.access.AccessChecks; the stream's query passes those checks as it is planned)."""
-    user = jvm.checked_user(spark)
+    """CHECKPOINT and LOCATION of a signed-in user who is not an admin keep to the access rule
+    'paths' that every other statement's paths keep to (the JVM's io.sqlext.access.AccessChecks;
+    the stream's query passes those checks as it is planned)."""
     for what, location in paths.items():
-        if user is not None and location is not None and not jvm.path_allowed(spark, location):
-            raise WindowSqlError(
-                f"Refused by the server's access rule 'paths' for user '{user}', who is not an "
-                f"admin: {statement}'s {what} at '{location}' is outside the folders this "
-                "server allows. An admin of the server can run it (sql-ext thriftserver "
-                "--admin USER).")
+        refusal = location and jvm.path_refusal(spark, f"{statement}'s {what}", location)
+        if refusal:
+            raise WindowSqlError(refusal)
 
 
 def answer_execute(sql: str, spark: SparkSession, statement_id: str | None = None) -> str:

@@ -23,9 +23,8 @@ import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
  */
 case class AccessChecks(session: SparkSession) extends (LogicalPlan => Unit) {
 
-  override def apply(plan: LogicalPlan): Unit = if (AccessPolicy.enforced) {
-    SessionUsers.userOf(session).filter(AccessPolicy.checks).foreach(check(plan, _))
-  }
+  override def apply(plan: LogicalPlan): Unit =
+    AccessChecks.checkedUser(session).foreach(check(plan, _))
 
   private def check(plan: LogicalPlan, user: String): Unit = {
     def refuse(rule: String, what: String): Nothing =
@@ -57,8 +56,8 @@ case class AccessChecks(session: SparkSession) extends (LogicalPlan => Unit) {
           refuse("jvm", AccessChecks.JdbcSource)
         case LogicalRelation(fs: HadoopFsRelation, _, None, _, _) =>
           paths(fs.location.rootPaths.map(_.toString), "a file query")
-        case v2: DataSourceV2Relation if AccessChecks.pathTable(v2).isDefined =>
-          paths(AccessChecks.pathTable(v2).toSeq, "a file query")
+        case AccessChecks.PathTable(path) =>
+          paths(Seq(path), "a file query")
         case other =>
           AccessChecks.locations(other).foreach { case (what, location) =>
             paths(Seq(location), what)
@@ -67,14 +66,34 @@ case class AccessChecks(session: SparkSession) extends (LogicalPlan => Unit) {
     }
 
     def paths(locations: Seq[String], what: String): Unit =
-      locations.filterNot(AccessPolicy.allows).headOption.foreach { location =>
-        refuse("paths", s"$what at '$location' is outside the folders this server allows " +
-          s"(${AccessPolicy.roots.mkString(", ")})")
-      }
+      locations.flatMap(AccessChecks.outside(_, what)).headOption.foreach(refuse("paths", _))
   }
 }
 
 object AccessChecks {
+  /** The user of `session` whom the checks apply to: signed in on a server with sign-in, and
+   *  not an admin. */
+  private def checkedUser(session: SparkSession): Option[String] =
+    if (AccessPolicy.enforced) SessionUsers.userOf(session).filter(AccessPolicy.checks)
+    else None
+
+  /** Why `location` breaks the rule 'paths' (`what` names where it was given), if it does. */
+  private def outside(location: String, what: String): Option[String] =
+    if (AccessPolicy.allows(location)) None
+    else Some(s"$what at '$location' is outside the folders this server allows " +
+      s"(${AccessPolicy.roots.mkString(", ")})")
+
+  /** For Python, which plans streaming statements (their CHECKPOINT and LOCATION): the rule
+   *  'paths' for `session`'s user, the refusal's message or null where the path is allowed. */
+  def pathRefusal(session: SparkSession, what: String, location: String): String =
+    checkedUser(session).flatMap(user => outside(location, what).map(message(user, "paths", _)))
+      .orNull
+
+  /** A reflective read of the member `name` of `target` (plan classes that are private to
+   *  Spark or Hive, or differ between versions), None where it has none. */
+  private def member(target: AnyRef, name: String): Option[Any] =
+    scala.util.Try(target.getClass.getMethod(name).invoke(target)).toOption
+
   private val JvmCalls = Set("reflect", "java_method", "try_reflect")
 
   private val JdbcSource = "a JDBC data source connects from the server to a database of " +
@@ -84,8 +103,6 @@ object AccessChecks {
   /** The data source a command creates a table or view of (USING ...), by the plan's own
    *  fields: CREATE [TEMPORARY] VIEW ... USING, CREATE TABLE ... USING (v1 and v2 plans). */
   private def provider(node: LogicalPlan): Option[String] = {
-    def call(target: AnyRef, method: String): Option[Any] =
-      scala.util.Try(target.getClass.getMethod(method).invoke(target)).toOption
     def text(value: Any): Option[String] = value match {
       case s: String => Some(s)
       case Some(s: String) => Some(s)
@@ -93,11 +110,11 @@ object AccessChecks {
       case _ => None
     }
     node.getClass.getSimpleName match {
-      case "CreateTempViewUsing" | "CreateTableUsing" => call(node, "provider").flatMap(text)
+      case "CreateTempViewUsing" | "CreateTableUsing" => member(node, "provider").flatMap(text)
       case "CreateDataSourceTableCommand" | "CreateDataSourceTableAsSelectCommand" =>
-        call(node, "table").flatMap(text)
+        member(node, "table").flatMap(text)
       case "CreateTable" | "CreateTableAsSelect" | "ReplaceTable" | "ReplaceTableAsSelect" =>
-        call(node, "tableSpec").flatMap(spec => call(spec.asInstanceOf[AnyRef], "provider"))
+        member(node, "tableSpec").flatMap(spec => member(spec.asInstanceOf[AnyRef], "provider"))
           .flatMap(text)
       case _ => None
     }
@@ -106,11 +123,16 @@ object AccessChecks {
   private val FileFormats = Set("delta", "parquet", "orc", "csv", "json", "text", "avro",
     "binaryfile", "xml")
 
-  /** The path of a table named by its path (delta.`/path`: a connector's table whose
-   *  namespace is its format), None for a catalog's table. */
-  private def pathTable(relation: DataSourceV2Relation): Option[String] =
-    relation.identifier.filter(id => id.namespace.length == 1 &&
-      FileFormats(id.namespace.head.toLowerCase)).map(_.name)
+  /** A table named by its path (delta.`/path`: a connector's table whose namespace is its
+   *  format): its path; a catalog's table does not match. */
+  private object PathTable {
+    def unapply(node: LogicalPlan): Option[String] = node match {
+      case relation: DataSourceV2Relation =>
+        relation.identifier.filter(id => id.namespace.length == 1 &&
+          FileFormats(id.namespace.head.toLowerCase)).map(_.name)
+      case _ => None
+    }
+  }
 
   private def jvmCall(e: Expression): Boolean =
     e.getClass.getSimpleName == "CallMethodViaReflection" || JvmCalls(e.prettyName)
@@ -120,8 +142,6 @@ object AccessChecks {
    *  SET LOCATION. Found by name so that Hive's own commands need no compile-time link. */
   private[access] def locations(node: LogicalPlan): Seq[(String, String)] = {
     val name = node.getClass.getSimpleName
-    def field[T](method: String): Option[T] =
-      scala.util.Try(node.getClass.getMethod(method).invoke(node).asInstanceOf[T]).toOption
     def storage(value: Any): Seq[String] = value match {
       case s: org.apache.spark.sql.catalyst.catalog.CatalogStorageFormat =>
         s.locationUri.map(_.toString).toSeq ++ s.properties.get("path")
@@ -130,31 +150,33 @@ object AccessChecks {
     }
     val found: Seq[(String, String)] = name match {
       case "InsertIntoDataSourceDirCommand" | "InsertIntoHiveDirCommand" | "InsertIntoDir" =>
-        field[Any]("storage").toSeq.flatMap(storage).map("INSERT OVERWRITE DIRECTORY" -> _)
+        member(node, "storage").toSeq.flatMap(storage).map("INSERT OVERWRITE DIRECTORY" -> _)
       case "CreateDataSourceTableCommand" | "CreateDataSourceTableAsSelectCommand" |
            "CreateTableCommand" | "CreateHiveTableAsSelectCommand" |
            "OptimizedCreateHiveTableAsSelectCommand" | "CreateTableLikeCommand" =>
-        (field[Any]("table").toSeq ++ field[Any]("tableDesc")).flatMap(storage)
+        (member(node, "table").toSeq ++ member(node, "tableDesc")).flatMap(storage)
           .map("LOCATION" -> _) ++
-          field[Option[Any]]("location").flatten.map(l => "LOCATION" -> l.toString)
+          member(node, "location").collect { case Some(l) => "LOCATION" -> l.toString }
       case "CreateTable" | "CreateTableAsSelect" | "ReplaceTable" | "ReplaceTableAsSelect" =>
-        field[AnyRef]("tableSpec").toSeq.flatMap { spec =>
-          def of[T](method: String): Option[T] =
-            scala.util.Try(spec.getClass.getMethod(method).invoke(spec).asInstanceOf[T]).toOption
-          of[Option[String]]("location").flatten.toSeq ++
-            of[Map[String, String]]("options").flatMap(_.get("path"))
+        member(node, "tableSpec").toSeq.flatMap { spec =>
+          val of = member(spec.asInstanceOf[AnyRef], _: String)
+          of("location").collect { case Some(l: String) => l }.toSeq ++
+            of("options").collect { case o: Map[_, _] => o.asInstanceOf[Map[String, String]] }
+              .flatMap(_.get("path"))
         }.map("LOCATION" -> _)
       case "AlterTableSetLocationCommand" | "SetTableLocation" =>
-        field[String]("location").toSeq.map("SET LOCATION" -> _)
+        member(node, "location").collect { case l: String => "SET LOCATION" -> l }.toSeq
       case _ => Nil
     }
     found.distinct
   }
 
+  private def message(user: String, rule: String, what: String): String =
+    s"Refused by the server's access rule '$rule' for user '$user', who is not an admin: " +
+      s"$what. An admin of the server can run it (sql-ext thriftserver --admin USER)."
+
   def refused(user: String, rule: String, what: String): AnalysisException =
-    SqlExtErrors.analysis(s"Refused by the server's access rule '$rule' for user " +
-      s"'$user', who is not an admin: $what. An admin of the server can run it " +
-      "(sql-ext thriftserver --admin USER).")
+    SqlExtErrors.analysis(message(user, rule, what))
 }
 
 /** The settings a user who is not an admin may SET: how their own statements compute and show

@@ -23,8 +23,6 @@ object AccessPolicy {
   /** Whether `user` is checked: sign-in is on and `user` is not an admin. */
   def checks(user: String): Boolean = state.exists { case (admins, _) => !admins(user) }
 
-  def isAdmin(user: String): Boolean = !checks(user)
-
   def roots: Seq[Path] = state.map(_._2).getOrElse(Nil)
 
   /** Whether `location` (a path or a file: URI) lies inside one of the roots. Paths are
