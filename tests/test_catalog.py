@@ -1,5 +1,7 @@
-"""The persistent catalog: what a Thrift server is given, the restarted server and the next
-process find by name; a second process on an embedded catalog gets a clear error."""
+"""The persistent catalog: a second process on an embedded catalog gets a clear error; a
+catalog whose creation was killed is created anew; the helpers that start, kill and watch a
+`sql-ext thriftserver` process. (What a killed server was given, the restarted server and the
+next process find by name: tests/test_managed_streams.py.)"""
 
 import os
 import signal
@@ -10,10 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
-import pytest
-from pyhive import hive
-
-from sql_ext.server.thrift import free_port, wait_for_port
+from sql_ext.server.thrift import wait_for_port
 
 
 def _python(code: str, cwd, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -69,64 +68,6 @@ def _kill(process, port):
         except OSError:
             return
     raise AssertionError(f"port {port} still answers after the server was killed")
-
-
-@pytest.mark.heavy
-def test_a_killed_thrift_server_restarts_with_its_tables(tmp_path):
-    """Tables, views and databases created through JDBC answer by name after the server is
-    killed with SIGKILL and started again, and in the next process on the warehouse (started
-    from another directory); opening and closing JDBC sessions is fast (no metastore
-    retries); the metastore and its log live in the warehouse, not the working directory.
-    The restarted server's JVM killed (a crash, the OOM killer): the server does not linger
-    answering nothing; it says so and exits 1, so a supervisor restarts it."""
-    warehouse, port, log = tmp_path / "warehouse", free_port(), tmp_path / "server.log"
-    process = _start_server(warehouse, port, log)
-    try:
-        with hive.connect(host="127.0.0.1", port=port) as conn:
-            cursor = conn.cursor()
-            cursor.execute("CREATE DATABASE IF NOT EXISTS shop")
-            cursor.execute("CREATE TABLE shop.orders USING DELTA AS SELECT id AS seq, "
-                           "CAST(id AS DOUBLE) AS cost FROM range(0, 12)")
-            cursor.execute("INSERT INTO shop.orders VALUES (12, 12.0)")
-            cursor.execute("CREATE VIEW shop.big AS SELECT * FROM shop.orders WHERE cost > 9")
-        closes = []
-        for _ in range(20):
-            start = time.monotonic()
-            conn = hive.connect(host="127.0.0.1", port=port)
-            conn.cursor().execute("SELECT 1")
-            conn.close()
-            closes.append(time.monotonic() - start)
-    finally:
-        _kill(process, port)
-    print(f"20 JDBC connect/query/close cycles: {sum(closes):.2f} s, slowest {max(closes):.2f} s")
-    assert max(closes) < 5, closes  # each took ~21 s when the metastore retried at close
-    process = _start_server(warehouse, port, log)
-    try:
-        with hive.connect(host="127.0.0.1", port=port) as conn:
-            cursor = conn.cursor()
-            cursor.execute("SHOW TABLES IN shop")
-            assert sorted(row[1] for row in cursor.fetchall()) == ["big", "orders"]
-            cursor.execute("SELECT SUM(cost) FROM shop.orders WINDOW TUMBLING COUNT(4) "
-                           "OVER (ORDER BY seq)")
-            assert sorted(row[0] for row in cursor.fetchall()) == [6.0, 22.0, 38.0]
-        # Started whole (the second start's line), it now only serves: its JVM dies.
-        wait_for_line(process, log, "resumed ", count=2)
-        kill_jvm_and_expect_exit(process, log, "sql-ext Thrift server")
-    finally:
-        if process.poll() is None:
-            _kill(process, port)
-    (tmp_path / "elsewhere").mkdir()
-    read = _python(f"""
-        import sql_ext
-        spark = sql_ext.session(warehouse={str(warehouse)!r})
-        print(spark.sql("SELECT COUNT(*) FROM shop.orders").first()[0])
-        print(sorted(r.seq for r in spark.table("shop.big").collect()))
-        """, cwd=tmp_path / "elsewhere")
-    assert read.returncode == 0, read.stderr[-3000:]
-    assert read.stdout.splitlines()[-2:] == ["13", "[10, 11, 12]"]
-    assert (warehouse / "metastore_db").is_dir() and (warehouse / "derby.log").exists()
-    for folder in (tmp_path, tmp_path / "elsewhere"):
-        assert not (folder / "metastore_db").exists() and not (folder / "derby.log").exists()
 
 
 def _children(pid: int) -> list[int]:
