@@ -49,7 +49,6 @@ def thriftserver(args) -> int:
     spark = session(warehouse=args.warehouse, app_name="sql-ext-thriftserver",
                     metastore=args.metastore, conf=conf, master=args.master)
     if args.auth == "password":
-        auth.install(spark, args.password_file)
         access.enforce(spark, args.admin, spark.conf.get("spark.sql.warehouse.dir"),
                        args.allow_path)
     elif args.admin or args.allow_path:
@@ -57,6 +56,11 @@ def thriftserver(args) -> int:
                          "(without sign-in the server's one user, its operator, is an admin)")
     _load_udafs(args.udafs)
     start_thrift_server(spark, args.host, args.port)
+    if args.auth == "password":
+        # Sign-in opens only now: the server guards what each connection sets as its session
+        # opens (io.sqlext.access.OpenSessionGuard), installed as it started; until here every
+        # sign-in fails (the authenticator has no password file yet).
+        auth.install(spark, args.password_file)
     print(f"sql-ext Thrift server on jdbc:hive2://{args.host}:{args.port}/default"
           f"{';ssl=true' if secure else ''} (Ctrl-C to stop)", flush=True)
     _print_ui(spark)

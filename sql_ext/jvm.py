@@ -36,6 +36,7 @@ WINDOW_METRICS = "io.sqlext.execution.WindowMetrics"
 ACCESS_POLICY = "io.sqlext.access.AccessPolicy"
 ACCESS_CHECKS = "io.sqlext.access.AccessChecks"
 SESSION_USERS = "io.sqlext.access.SessionUsers"
+OPEN_SESSION_GUARD = "io.sqlext.access.OpenSessionGuard"
 SCALA_OBJECTS = (REWRITER_REGISTRY, PARTIAL_AGGREGATES, STREAMING_WINDOWS, LATE_ROW_FILES,
                  DELTA_BATCH_APPEND, STREAM_CATALOG, STREAM_PROGRESS, PROCESS_FUNCTIONS,
                  WINDOW_METRICS, RUNNING_STREAMS)
@@ -311,13 +312,15 @@ def add_jar(loader, path: str) -> None:
 
 def start_thrift_server(spark: SparkSession, host: str, port: int):
     """HiveThriftServer2 on (host, port) over `spark`'s context, in this driver; its client
-    sessions' users are known to the access checks (io.sqlext.access.SessionUsers)."""
+    sessions' users are known to the access checks (io.sqlext.access.SessionUsers), and what a
+    connection sets as its session opens passes them (OpenSessionGuard)."""
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()
     hadoop.set("hive.server2.thrift.bind.host", host)
     hadoop.set("hive.server2.thrift.port", str(port))
     server = spark.sparkContext._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
     started = server.startWithContext(_session(spark).sqlContext())
     _object(spark, SESSION_USERS).register(started)
+    _object(spark, OPEN_SESSION_GUARD).install(started)
     return started
 
 

@@ -178,10 +178,14 @@ def test_a_user_reaches_no_jvm_method_or_command(secured, tables):
     assert _run(root, "SELECT reflect('java.lang.String', 'valueOf', 7)") == [("7",)]
     _run(root, f"CREATE TEMPORARY VIEW systables USING jdbc {derby}")
     assert _run(root, "SELECT COUNT(*) > 0 FROM systables") == [(True,)]
-    # A client cannot name another user to act as.
-    with pytest.raises(Exception, match="(?i)substitution is not allowed"):
+    # A client cannot name another user to act as: refused by the guard of what a connection
+    # sets, and for an admin by HiveServer2 (proxy-user substitution is off).
+    with pytest.raises(Exception, match="access rule 'settings' for user 'ann'.*proxy.user"):
         hive.connect(host="127.0.0.1", port=secured, username="ann", password="s3cret",
                      auth="CUSTOM", configuration={"hive.server2.proxy.user": "root"})
+    with pytest.raises(Exception, match="(?i)substitution is not allowed"):
+        hive.connect(host="127.0.0.1", port=secured, username="root", password="admin-pw",
+                     auth="CUSTOM", configuration={"hive.server2.proxy.user": "ann"})
     _unchanged(tables)
 
 
@@ -203,6 +207,37 @@ def test_a_user_loads_no_code_and_sets_only_the_allowed_settings(secured, tables
     root = _as(secured, "root", "admin-pw")
     _run(root, f"ADD JAR {jar}")
     _run(root, "SET spark.sql.files.maxPartitionBytes=64m")
+    _unchanged(tables)
+
+
+def _connect_as(port, user, password, configuration):
+    return hive.connect(host="127.0.0.1", port=port, username=user, password=password,
+                        auth="CUSTOM", configuration=configuration).cursor()
+
+
+def test_a_connection_sets_only_the_allowed_settings(secured, tables):
+    """What a connection sets as its session opens, which HiveServer2 applies before any
+    statement: for a user who is not an admin only the settings of the allow-list. A system
+    property of the server's JVM (where the authenticator finds its password file), a metastore
+    setting, a Hive or Spark setting outside the list refuse the session, naming the rule."""
+    for key in ("set:system:sql_ext.auth.password_file", "set:hiveconf:spark.sql.warehouse.dir",
+                "set:hivevar:spark.sql_ext.streaming.sinkWrapper", "set:spark.jars",
+                "set:metaconf:hive.metastore.try.direct.sql", "hive.exec.scratchdir"):
+        with pytest.raises(Exception) as error:
+            _connect_as(secured, "ann", "s3cret", {key: "/tmp/ann"})
+        message = str(error.value)
+        assert "access rule 'settings' for user 'ann'" in message and key in message, message
+    # The password file is still the server's own: a new sign-in reads it.
+    assert _windowed(secured, "bob", "other") == [("a", 0, 2)]
+    ann = _connect_as(secured, "ann", "s3cret", {
+        "set:hiveconf:spark.sql.session.timeZone": "Asia/Tokyo", "use:database": "team"})
+    assert _run(ann, "SET spark.sql.session.timeZone") == [
+        ("spark.sql.session.timeZone", "Asia/Tokyo")]
+    assert _run(ann, "SELECT COUNT(*) FROM team.readings") == [(5,)]
+    root = _connect_as(secured, "root", "admin-pw",
+                       {"set:hiveconf:spark.sql.files.maxPartitionBytes": "64m"})
+    assert _run(root, "SET spark.sql.files.maxPartitionBytes") == [
+        ("spark.sql.files.maxPartitionBytes", "64m")]
     _unchanged(tables)
 
 

@@ -171,7 +171,7 @@ object AccessChecks {
     found.distinct
   }
 
-  private def message(user: String, rule: String, what: String): String =
+  private[access] def message(user: String, rule: String, what: String): String =
     s"Refused by the server's access rule '$rule' for user '$user', who is not an admin: " +
       s"$what. An admin of the server can run it (sql-ext thriftserver --admin USER)."
 
