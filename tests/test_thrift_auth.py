@@ -229,8 +229,10 @@ def test_a_connection_sets_only_the_allowed_settings(secured, tables):
         assert "access rule 'settings' for user 'ann'" in message and key in message, message
     # The password file is still the server's own: a new sign-in reads it.
     assert _windowed(secured, "bob", "other") == [("a", 0, 2)]
+    # An allowed setting, also bare (as dbt-spark sends spark.sql.ansi.enabled).
     ann = _connect_as(secured, "ann", "s3cret", {
-        "set:hiveconf:spark.sql.session.timeZone": "Asia/Tokyo", "use:database": "team"})
+        "set:hiveconf:spark.sql.session.timeZone": "Asia/Tokyo", "use:database": "team",
+        "spark.sql.ansi.enabled": "true"})
     assert _run(ann, "SET spark.sql.session.timeZone") == [
         ("spark.sql.session.timeZone", "Asia/Tokyo")]
     assert _run(ann, "SELECT COUNT(*) FROM team.readings") == [(5,)]

@@ -6,7 +6,7 @@ import org.apache.hive.service.auth.TSetIpAddressProcessor
 import org.apache.hive.service.cli.thrift.ThriftBinaryCLIService
 import org.apache.hive.service.rpc.thrift.{TCLIService, TOpenSessionResp, TStatus, TStatusCode}
 import org.apache.hive.service.server.HiveServer2
-import org.apache.thrift.{ProcessFunction, TBase, TBaseProcessor, TProcessor, TProcessorFactory}
+import org.apache.thrift.{ProcessFunction, TBaseProcessor, TProcessor, TProcessorFactory}
 import org.apache.thrift.server.TServer
 import org.apache.thrift.transport.TTransport
 
@@ -17,8 +17,8 @@ import org.apache.thrift.transport.TTransport
  * settings, `set:system:K` a system property of the server's JVM (where the authenticator finds
  * its password file), `set:metaconf:K` a setting of the metastore client, and a key without a
  * prefix the session's Hive configuration. For a signed-in user who is not an admin, each key
- * must be a setting of the allow-list (`AllowedSettings`, under `set:`, `set:hiveconf:` or
- * `set:hivevar:`), `use:database`, or the fetch size Hive's JDBC driver sends; otherwise the
+ * must be a setting of the allow-list (`AllowedSettings`, bare or under `set:`, `set:hiveconf:`
+ * or `set:hivevar:`), `use:database`, or the fetch size Hive's JDBC driver sends; otherwise the
  * session is refused under the rule 'settings', before HiveServer2 applies any of it.
  *
  * The binary Thrift service builds a processor per connection; `install` wraps the factory
@@ -30,10 +30,15 @@ object OpenSessionGuard {
   /** Hive JDBC (beeline) sends the result set's fetch size with every connection. */
   private val ClientProtocol = Set("hive.server2.thrift.resultset.default.fetch.size")
 
-  /** Guards every session `server`'s binary Thrift service opens from now on. */
+  /** Guards every session `server`'s binary Thrift service opens from now on. Users are
+   *  checked only on the binary transport (HTTP has no processor to wrap): with the checks on,
+   *  a server without it is an error. */
   def install(server: HiveServer2): Unit = {
     val services = server.getServices.asScala.collect { case t: ThriftBinaryCLIService => t }
-    require(services.nonEmpty, "sql-ext's session guard needs the binary Thrift transport")
+    if (AccessPolicy.enforced && services.isEmpty) {
+      throw new IllegalStateException("sql-ext checks signed-in users on the binary Thrift " +
+        "transport only (hive.server2.transport.mode=binary)")
+    }
     services.foreach { service =>
       val server = classOf[ThriftBinaryCLIService].getDeclaredField("server")
       server.setAccessible(true)
@@ -64,7 +69,16 @@ object OpenSessionGuard {
         case prefix if variable.startsWith(prefix) => variable.stripPrefix(prefix)
       }.getOrElse(variable)
       !name.contains(":") && (AllowedSettings(name) || ClientProtocol(name.trim))
-    case _ => false
+    // A bare key reaches only the session's Hive configuration; dbt-spark sends the allowed
+    // spark.sql.ansi.enabled so.
+    case bare => !bare.contains(":") && (AllowedSettings(bare) || ClientProtocol(bare.trim))
+  }
+
+  /** Each connection's processor's own table of calls (a private field of Thrift's). */
+  private lazy val ProcessMap = {
+    val field = classOf[TBaseProcessor[_]].getDeclaredField("processMap")
+    field.setAccessible(true)
+    field
   }
 
   private class GuardedFactory(inner: TProcessorFactory) extends TProcessorFactory(null) {
@@ -72,9 +86,7 @@ object OpenSessionGuard {
       val processor = inner.getProcessor(transport)
       processor match {
         case base: TBaseProcessor[_] =>
-          val field = classOf[TBaseProcessor[_]].getDeclaredField("processMap")
-          field.setAccessible(true)
-          field.get(base).asInstanceOf[java.util.Map[String, ProcessFunction[_, _ <: TBase[_, _]]]]
+          ProcessMap.get(base).asInstanceOf[java.util.Map[String, ProcessFunction[_, _]]]
             .put("OpenSession", new GuardedOpenSession)
           processor
         case other => // fail closed: a processor whose sessions could not be guarded

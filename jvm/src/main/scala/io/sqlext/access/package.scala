@@ -6,9 +6,10 @@ package io.sqlext
  * server's operator configured (`AccessPolicy`: admins, the roots where paths may point), and
  * the check every statement of a user who is not an admin passes (`AccessChecks`): no call into
  * the JVM or the operating system by name, no jars, files or class-based functions, only the
- * settings of an allow-list, and no file path outside the roots. Admins, and a server without
- * sign-in (whose one user is its operator), are not checked.
+ * settings of an allow-list, and no file path outside the roots; and what a connection sets
+ * as its session opens, before any statement (`OpenSessionGuard`): only that allow-list.
+ * Admins, and a server without sign-in (whose one user is its operator), are not checked.
  *
- * May import: Spark and the Hive service classes of Spark's Thrift server.
+ * May import: Spark, the Hive service classes of Spark's Thrift server and Thrift's.
  */
 package object access
