@@ -39,16 +39,16 @@ object OpenSessionGuard {
       throw new IllegalStateException("sql-ext checks signed-in users on the binary Thrift " +
         "transport only (hive.server2.transport.mode=binary)")
     }
+    val serverField = classOf[ThriftBinaryCLIService].getDeclaredField("server")
+    serverField.setAccessible(true)
+    val factoryField = classOf[TServer].getDeclaredField("processorFactory_")
+    factoryField.setAccessible(true)
     services.foreach { service =>
-      val server = classOf[ThriftBinaryCLIService].getDeclaredField("server")
-      server.setAccessible(true)
-      val tserver = server.get(service).asInstanceOf[TServer]
+      val tserver = serverField.get(service).asInstanceOf[TServer]
       require(tserver != null, "the Thrift server has not been initialized")
-      val field = classOf[TServer].getDeclaredField("processorFactory_")
-      field.setAccessible(true)
-      field.get(tserver) match {
+      factoryField.get(tserver) match {
         case _: GuardedFactory =>
-        case factory: TProcessorFactory => field.set(tserver, new GuardedFactory(factory))
+        case factory: TProcessorFactory => factoryField.set(tserver, new GuardedFactory(factory))
       }
     }
   }
@@ -61,17 +61,17 @@ object OpenSessionGuard {
         s"only ${AllowedSettings.names.mkString(", ")}")
     }
 
-  private def allowed(key: String): Boolean = key match {
-    case "use:database" => true
-    case set if set.startsWith("set:") =>
-      val variable = set.stripPrefix("set:").trim
-      val name = Seq("hiveconf:", "hivevar:").collectFirst {
+  private def allowed(key: String): Boolean = key == "use:database" || {
+    // The setting a key names: after `set:` and its `hiveconf:` or `hivevar:`; a bare key as it
+    // is (it reaches only the session's Hive configuration; dbt-spark sends the allowed
+    // spark.sql.ansi.enabled so). Any other prefix (system:, metaconf:, env:) stays and fails.
+    val name = if (!key.startsWith("set:")) key else {
+      val variable = key.stripPrefix("set:").trim
+      Seq("hiveconf:", "hivevar:").collectFirst {
         case prefix if variable.startsWith(prefix) => variable.stripPrefix(prefix)
       }.getOrElse(variable)
-      !name.contains(":") && (AllowedSettings(name) || ClientProtocol(name.trim))
-    // A bare key reaches only the session's Hive configuration; dbt-spark sends the allowed
-    // spark.sql.ansi.enabled so.
-    case bare => !bare.contains(":") && (AllowedSettings(bare) || ClientProtocol(bare.trim))
+    }
+    !name.contains(":") && (AllowedSettings(name) || ClientProtocol(name.trim))
   }
 
   /** Each connection's processor's own table of calls (a private field of Thrift's). */
