@@ -49,16 +49,20 @@ def thriftserver(args) -> int:
     spark = session(warehouse=args.warehouse, app_name="sql-ext-thriftserver",
                     metastore=args.metastore, conf=conf, master=args.master)
     if args.auth == "password":
-        access.enforce(spark, args.admin, spark.conf.get("spark.sql.warehouse.dir"),
-                       args.allow_path)
-    elif args.admin or args.allow_path:
-        raise SystemExit("sql-ext thriftserver: --admin and --allow-path need --auth password "
-                         "(without sign-in the server's one user, its operator, is an admin)")
+        try:
+            access.enforce(spark, args.admin, spark.conf.get("spark.sql.warehouse.dir"),
+                           args.allow_path, args.access_rules)
+        except ValueError as error:
+            raise SystemExit(f"sql-ext thriftserver: --access-rules: {error}") from None
+    elif args.admin or args.allow_path or args.access_rules:
+        raise SystemExit("sql-ext thriftserver: --admin, --allow-path and --access-rules need "
+                         "--auth password (without sign-in the server's one user, its "
+                         "operator, is an admin)")
     _load_udafs(args.udafs)
     start_thrift_server(spark, args.host, args.port)
     if args.auth == "password":
         # Sign-in opens only now: the server guards what each connection sets as its session
-        # opens (io.sqlext.access.OpenSessionGuard), installed as it started; until here every
+        # opens (io.sqlext.access.ThriftCallGuard), installed as it started; until here every
         # sign-in fails (the authenticator has no password file yet).
         auth.install(spark, args.password_file)
     print(f"sql-ext Thrift server on jdbc:hive2://{args.host}:{args.port}/default"
@@ -272,6 +276,10 @@ def main(argv=None) -> int:
     server.add_argument("--allow-path", action="append", default=[], metavar="DIR",
                         help="a folder, besides the warehouse, where users' paths (LOCATION, "
                              "CHECKPOINT, file queries) may point (repeatable)")
+    server.add_argument("--access-rules", default=None, metavar="FILE",
+                        help="a JSON file of admins and table rules: which user may do what "
+                             "with which tables (read again when it changes; README: Security "
+                             "model)")
     server.add_argument("--tls-cert", default=None, metavar="FILE",
                         help="TLS: the server's certificate (PEM; issuers may follow it)")
     server.add_argument("--tls-key", default=None, metavar="FILE",

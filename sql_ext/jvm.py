@@ -36,7 +36,8 @@ WINDOW_METRICS = "io.sqlext.execution.WindowMetrics"
 ACCESS_POLICY = "io.sqlext.access.AccessPolicy"
 ACCESS_CHECKS = "io.sqlext.access.AccessChecks"
 SESSION_USERS = "io.sqlext.access.SessionUsers"
-OPEN_SESSION_GUARD = "io.sqlext.access.OpenSessionGuard"
+ACCESS_RULES = "io.sqlext.access.AccessRules"
+THRIFT_CALL_GUARD = "io.sqlext.access.ThriftCallGuard"
 SCALA_OBJECTS = (REWRITER_REGISTRY, PARTIAL_AGGREGATES, STREAMING_WINDOWS, LATE_ROW_FILES,
                  DELTA_BATCH_APPEND, STREAM_CATALOG, STREAM_PROGRESS, PROCESS_FUNCTIONS,
                  WINDOW_METRICS, RUNNING_STREAMS)
@@ -184,20 +185,27 @@ def catalog_properties(spark: SparkSession, db: str, table: str) -> dict[str, st
 
 
 def catalog_update(spark: SparkSession, db: str, table: str,
-                   changes: dict[str, str | None]) -> None:
-    """Sets properties of the table's catalog entry; a None value removes one."""
+                   changes: dict[str, str | None], owner: str | None = None) -> None:
+    """Sets properties of the table's catalog entry; a None value removes one. `owner`, where
+    given, becomes the entry's owner."""
     values = spark.sparkContext._jvm.java.util.HashMap()
     for key, value in changes.items():
         values.put(key, value)
-    _object(spark, STREAM_CATALOG).update(_session(spark), db, table, values)
+    _object(spark, STREAM_CATALOG).update(_session(spark), db, table, values, owner)
 
 
-def catalog_list(spark: SparkSession) -> list[tuple[str, str, dict[str, str]]]:
-    """(db, table, sql_ext.stream properties) of every streaming table of the catalog."""
+def catalog_owner(spark: SparkSession, db: str, table: str) -> str:
+    """Who owns the table (its catalog entry's owner)."""
+    return _object(spark, STREAM_CATALOG).owner(_session(spark), db, table)
+
+
+def catalog_list(spark: SparkSession) -> list[tuple[str, str, str, dict[str, str]]]:
+    """(db, table, owner, sql_ext.stream properties) of every streaming table of the
+    catalog."""
     found = []
     for row in _object(spark, STREAM_CATALOG).list(_session(spark)):
         row = list(row)
-        found.append((row[0], row[1], dict(zip(row[2::2], row[3::2]))))
+        found.append((row[0], row[1], row[2], dict(zip(row[3::2], row[4::2]))))
     return found
 
 
@@ -312,24 +320,50 @@ def add_jar(loader, path: str) -> None:
 
 def start_thrift_server(spark: SparkSession, host: str, port: int):
     """HiveThriftServer2 on (host, port) over `spark`'s context, in this driver; its client
-    sessions' users are known to the access checks (io.sqlext.access.SessionUsers), and what a
-    connection sets as its session opens passes them (OpenSessionGuard)."""
+    sessions' users are known to the access checks (io.sqlext.access.SessionUsers); what a
+    connection sets as its session opens passes them, and the JDBC metadata calls list only the
+    tables a user may read (ThriftCallGuard)."""
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()
     hadoop.set("hive.server2.thrift.bind.host", host)
     hadoop.set("hive.server2.thrift.port", str(port))
     server = spark.sparkContext._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
     started = server.startWithContext(_session(spark).sqlContext())
     _object(spark, SESSION_USERS).register(started)
-    _object(spark, OPEN_SESSION_GUARD).install(started)
+    _object(spark, THRIFT_CALL_GUARD).install(started)
     return started
 
 
-def enforce_access(spark: SparkSession, admins: list[str], roots: list[str]) -> None:
-    """From now on every statement of a signed-in user who is not in `admins` passes the
-    access checks (io.sqlext.access.AccessChecks); their paths stay inside `roots`."""
+def enforce_access(spark: SparkSession, admins: list[str], roots: list[str],
+                   rules: str | None = None) -> None:
+    """From now on every statement of a signed-in user who is not an admin (in `admins` or the
+    rules file's) passes the access checks (io.sqlext.access.AccessChecks); their paths stay
+    inside `roots`, their tables are those the access rules file `rules` gives them (every
+    table without one). An invalid rules file raises ValueError naming the problem."""
     jvm = spark.sparkContext._jvm
+    if rules is not None:
+        try:
+            _object(spark, ACCESS_RULES).use(rules)
+        except Py4JJavaError as error:  # the JVM's IllegalArgumentException: what is wrong
+            raise ValueError(error.java_exception.getMessage()) from None
     _object(spark, ACCESS_POLICY).enforce(jvm.java.util.ArrayList(admins),
                                           jvm.java.util.ArrayList(roots))
+
+
+def session_user(spark: SparkSession) -> str | None:
+    """The signed-in user whose statements `spark` runs (io.sqlext.access.SessionUsers), None
+    outside a server's client session."""
+    return _object(spark, SESSION_USERS).userOrNull(_session(spark))
+
+
+def table_refusal(spark: SparkSession, privilege: str, name: str) -> str | None:
+    """The access rule 'tables' for the user of `spark`: why `privilege` on the table `name` is
+    refused, or None where the access rules give it (or there are none)."""
+    return _object(spark, ACCESS_CHECKS).tableRefusal(_session(spark), privilege, name)
+
+
+def readable(spark: SparkSession, db: str, table: str) -> bool:
+    """Whether the user of `spark` may read `db`.`table` by the access rules."""
+    return bool(_object(spark, ACCESS_CHECKS).readable(_session(spark), db, table))
 
 
 def path_refusal(spark: SparkSession, what: str, location: str) -> str | None:

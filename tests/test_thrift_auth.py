@@ -6,8 +6,11 @@ not listen beyond loopback without authentication unless told to.
 Least privilege (io.sqlext.access): a signed-in user who is not an admin is refused, naming the
 rule, whatever reaches the JVM or the operating system, loads code, changes a setting outside
 the allow-list or points a path outside the server's folders; an admin (--admin) may; after
-each refusal the server answers the next statement and no table changed."""
+each refusal the server answers the next statement and no table changed. With an access rules
+file (--access-rules), each user's tables are those its first matching rule gives, at every
+door: SQL, streaming tables, SHOW STREAMS, window_state() and the JDBC metadata calls."""
 
+import json
 import os
 import re
 import subprocess
@@ -30,10 +33,25 @@ WINDOWED = ("SELECT k, WINDOW_ID() AS w, COUNT(*) AS n FROM VALUES ('a'), ('a'),
 pytestmark = pytest.mark.xdist_group("secured_server")
 
 
+# The server's access rules: ann owns the database team, reads and appends to sales.orders and
+# runs streams in live; bob (the group analysts) reads the database sales; ops is an admin.
+RULES = {
+    "admins": ["ops"],
+    "groups": {"analysts": ["bob"]},
+    "tables": [
+        {"user": "ann", "database": "team", "privileges": ["OWNERSHIP"]},
+        {"user": "ann", "database": "sales", "table": "orders",
+         "privileges": ["SELECT", "INSERT"]},
+        {"user": "ann", "database": "live", "privileges": ["STREAM", "SELECT"]},
+        {"group": "analysts", "database": "sales", "privileges": ["SELECT"]},
+    ]}
+
+
 @pytest.fixture(scope="module")
 def secured_server(tmp_path_factory):
-    """A server with --auth password; ann's password is s3cret; root is its admin; besides its
-    warehouse, users' paths may point into <work>/landing. (port, work folder)"""
+    """A server with --auth password; ann's password is s3cret; root (--admin) and ops (the
+    access rules' admin) are its admins; besides its warehouse, users' paths may point into
+    <work>/landing; tables by RULES in <work>/rules.json. (port, work folder)"""
     work = tmp_path_factory.mktemp("auth")
     (work / "landing").mkdir()
     passwords = work / "team.passwords"
@@ -43,13 +61,16 @@ def secured_server(tmp_path_factory):
     assert added.returncode == 0, added.stderr
     set_password(passwords, "bob", "other")
     set_password(passwords, "root", "admin-pw")
+    set_password(passwords, "ops", "ops-pw")
+    (work / "rules.json").write_text(json.dumps(RULES))
     assert oct(passwords.stat().st_mode & 0o777) == "0o600"
     port = free_port()
     with open(work / "server.log", "w") as log:
         process = subprocess.Popen(
             [*cli, "thriftserver", "--port", str(port), "--warehouse", str(work / "warehouse"),
              "--auth", "password", "--password-file", str(passwords), "--admin", "root",
-             "--allow-path", str(work / "landing")],
+             "--allow-path", str(work / "landing"),
+             "--access-rules", str(work / "rules.json")],
             stdout=log, stderr=subprocess.STDOUT, cwd=work, start_new_session=True)
     wait_for_port("127.0.0.1", port, timeout=120)
     yield port, work
@@ -132,12 +153,13 @@ def _run(cursor, sql):
     return cursor.fetchall() if cursor.description else None
 
 
-def _refused(cursor, sql, rule):
-    """`sql` is refused naming `rule` and the user; the server answers the next statement."""
+def _refused(cursor, sql, rule, user="ann", naming=""):
+    """`sql` is refused naming `rule`, the user and `naming`; the server answers the next
+    statement."""
     with pytest.raises(Exception) as error:
         _run(cursor, sql)
     message = str(error.value)
-    assert f"access rule '{rule}' for user 'ann'" in message, message
+    assert f"access rule '{rule}' for user '{user}'" in message and naming in message, message
     assert "Traceback" not in message and "\tat " not in message, message
     assert _run(cursor, "SELECT 1") == [(1,)]
 
@@ -255,7 +277,14 @@ def test_a_user_s_paths_stay_inside_the_server_s_folders(secured_server, tables,
     root = _as(secured, "root", "admin-pw")  # an admin's Delta table outside the folders
     _run(root, f"CREATE TABLE team.kept USING DELTA LOCATION '{outside / 'kept'}' "
                "AS SELECT 1 AS a")
+    _run(root, "INSERT INTO team.kept VALUES (2)")  # a version 1, to RESTORE from
     _refused(ann, f"SELECT * FROM delta.`{outside / 'kept'}`", "paths")
+    # Delta's commands on a table named by its path, and a clone of one.
+    for command in ("VACUUM", "DESCRIBE HISTORY", "OPTIMIZE"):
+        _refused(ann, f"{command} delta.`{outside / 'kept'}`", "paths")
+    _refused(ann, f"RESTORE TABLE delta.`{outside / 'kept'}` TO VERSION AS OF 0", "paths")
+    _refused(ann, f"CREATE TABLE team.cloned SHALLOW CLONE delta.`{outside / 'kept'}`",
+             "paths")
     _refused(ann, f"INSERT OVERWRITE DIRECTORY '{outside / 'dump'}' USING parquet "
                   "SELECT * FROM team.readings", "paths")
     _refused(ann, f"CREATE TABLE team.elsewhere (a INT) USING DELTA LOCATION '{outside}'",
@@ -275,6 +304,7 @@ def test_a_user_s_paths_stay_inside_the_server_s_folders(secured_server, tables,
                   "FROM STREAM(team.readings) WINDOW TUMBLING COUNT(2)", "paths")
     assert not any(outside.glob("dump*")) and not (outside / "checkpoint").exists()
     assert _run(root, "SELECT COUNT(*) FROM team.lines") == [(0,)]
+    assert _run(root, "SELECT COUNT(*) FROM team.kept") == [(2,)]
     # Inside the server's folders: the warehouse and --allow-path.
     (landing / "rows.txt").write_text("a\nb\n")
     assert _run(ann, f"SELECT COUNT(*) FROM text.`{landing / 'rows.txt'}`") == [(2,)]
@@ -285,3 +315,199 @@ def test_a_user_s_paths_stay_inside_the_server_s_folders(secured_server, tables,
     assert _run(ann, "SELECT SUM(n) FROM team.counted") == [(4,)]
     assert _run(root, f"SELECT * FROM text.`{outside / 'secret.txt'}`") == [("not for ann",)]
     _unchanged(tables)
+
+
+# -- access rules ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def sales(secured, tables):
+    """The admin's sales.orders and sales.customers, secret.payroll and a view of it in sales;
+    the admin's cursor."""
+    admin = tables
+    for db in ("sales", "secret", "live"):
+        _run(admin, f"CREATE DATABASE IF NOT EXISTS {db}")
+    _run(admin, "CREATE TABLE sales.orders USING DELTA AS SELECT id, id * 10 AS amount "
+                "FROM range(4)")
+    _run(admin, "CREATE TABLE sales.customers USING DELTA AS SELECT 'c' AS name")
+    _run(admin, "CREATE TABLE secret.payroll USING DELTA AS SELECT 'ann' AS name, 100 AS pay")
+    _run(admin, "CREATE VIEW sales.payroll_view AS SELECT * FROM secret.payroll")
+    # (JDBC's getColumns lists the columns the catalog holds: a Delta table's are in its log.)
+    _run(admin, "CREATE TABLE secret.codes USING PARQUET AS SELECT 1 AS code")
+    return admin
+
+
+def _sales_unchanged(admin):
+    assert _run(admin, "SELECT * FROM secret.payroll") == [("ann", 100)]
+    assert _run(admin, "SELECT * FROM sales.customers") == [("c",)]
+    assert _run(admin, "SELECT COUNT(*), SUM(amount) FROM sales.orders") == [(4, 60)]
+    assert sorted(row[1] for row in _run(admin, "SHOW TABLES IN sales")) == [
+        "customers", "orders", "payroll_view"]
+
+
+def test_the_access_rules_give_each_user_their_tables(secured, sales):
+    bob, ann = _as(secured, "bob", "other"), _as(secured, "ann", "s3cret")
+    # bob reads the database sales (his group's rule), nothing else, and writes nothing.
+    assert _run(bob, "SELECT COUNT(*) FROM sales.orders") == [(4,)]
+    assert _run(bob, "SELECT COUNT(*) AS n FROM sales.customers WINDOW TUMBLING COUNT(1)") \
+        == [(1,)]
+    for sql, what in (
+            ("SELECT * FROM secret.payroll", "SELECT on secret.payroll: no rule of the access "
+                                             "rules file gives bob any access to it"),
+            ("SELECT * FROM sales.payroll_view", "secret.payroll"),  # a view: its tables too
+            ("SELECT o.id FROM sales.orders o JOIN secret.payroll p ON o.id = p.pay", "secret"),
+            ("SELECT * FROM sales.orders WHERE id IN (SELECT pay FROM secret.payroll)",
+             "secret.payroll"),
+            ("SELECT COUNT(*) AS n FROM secret.payroll WINDOW TUMBLING COUNT(1)",
+             "secret.payroll"),
+            ("DESCRIBE TABLE secret.payroll", "secret.payroll"),
+            ("INSERT INTO sales.orders VALUES (9, 90)", "INSERT on sales.orders"),
+            ("DELETE FROM sales.orders WHERE id = 0", "DELETE on sales.orders"),
+            ("UPDATE sales.orders SET amount = 0", "UPDATE on sales.orders"),
+            ("MERGE INTO sales.orders t USING sales.customers s ON t.id = 1 "
+             "WHEN MATCHED THEN DELETE", "on sales.orders"),
+            ("TRUNCATE TABLE sales.orders", "DELETE on sales.orders"),
+            ("DROP TABLE sales.customers", "DROP on sales.customers"),
+            ("ALTER TABLE sales.orders SET TBLPROPERTIES ('x' = '1')", "ALTER on sales.orders"),
+            ("CREATE TABLE sales.mine (a INT) USING DELTA", "CREATE on sales.mine"),
+            ("CREATE OR REPLACE VIEW sales.payroll_view AS SELECT 1 AS a",
+             "on sales.payroll_view"),
+            ("CREATE DATABASE bobs", "database bobs"),
+            ("DROP DATABASE secret CASCADE", "database secret"),
+            ("SELECT * FROM window_state('live.counts')", "live.counts")):
+        _refused(bob, sql, "tables", "bob", what)
+    # ann: SELECT and INSERT on sales.orders only; her own database team; nothing else.
+    _run(ann, "INSERT INTO sales.orders VALUES (4, 40)")
+    assert _run(ann, "SELECT COUNT(*) FROM sales.orders") == [(5,)]
+    # (A RESTORE to the version a table is at is nothing: Delta plans no command for it.)
+    _refused(bob, "RESTORE TABLE sales.orders TO VERSION AS OF 0", "tables", "bob",
+             "ALTER on sales.orders")
+    _refused(ann, "DELETE FROM sales.orders WHERE id = 4", "tables", naming="DELETE on "
+             "sales.orders is not among the privileges the first matching rule gives "
+             "(INSERT, SELECT)")
+    _refused(ann, "SELECT * FROM sales.customers", "tables")
+    _refused(ann, "INSERT INTO sales.orders SELECT pay, pay FROM secret.payroll", "tables",
+             naming="secret.payroll")
+    _refused(ann, "CREATE TABLE team.copied USING DELTA AS SELECT * FROM secret.payroll",
+             "tables", naming="secret.payroll")
+    _refused(ann, "CREATE TABLE team.cloned SHALLOW CLONE secret.payroll", "tables",
+             naming="secret.payroll")
+    _refused(ann, "CREATE TABLE team.shaped LIKE secret.payroll", "tables",
+             naming="secret.payroll")
+    _run(ann, "CREATE TABLE team.mine USING DELTA AS SELECT * FROM sales.orders")
+    _refused(ann, "ALTER TABLE team.mine RENAME TO sales.mine", "tables",
+             naming="CREATE on sales.mine")
+    # Who created a table is recorded and shown.
+    owner = [row for row in _run(ann, "DESCRIBE TABLE EXTENDED team.mine") if row[0] == "Owner"]
+    assert owner == [("Owner", "ann", "")], owner
+    # Admins: root (--admin) and ops (the rules file's) may do anything.
+    ops = _as(secured, "ops", "ops-pw")
+    assert _run(ops, "SELECT pay FROM secret.payroll") == [(100,)]
+    assert _run(_as(secured, "root", "admin-pw"), "SELECT COUNT(*) FROM sales.payroll_view") \
+        == [(1,)]
+    _run(ops, "DELETE FROM sales.orders WHERE id = 4")
+    _sales_unchanged(sales)
+    _unchanged(sales)
+
+
+def test_streaming_tables_and_show_streams_keep_to_the_rules(secured, sales):
+    ann, bob = _as(secured, "ann", "s3cret"), _as(secured, "bob", "other")
+    stream = ("CREATE STREAMING TABLE {} AS SELECT COUNT(*) AS n FROM STREAM({}) "
+              "WINDOW TUMBLING COUNT(2)")
+    _refused(ann, stream.format("live.paid", "secret.payroll"), "tables",
+             naming="secret.payroll")
+    _refused(ann, stream.format("sales.counts", "sales.orders"), "tables",
+             naming="STREAM on sales.counts")
+    _run(ann, stream.format("live.counts", "sales.orders"))
+    assert _run(ann, "SELECT SUM(n) FROM live.counts") == [(4,)]
+    assert _run(ann, "SELECT COUNT(*) >= 0 FROM window_state('live.counts')") == [(True,)]
+    for sql in ("REFRESH STREAMING TABLE live.counts", "STOP STREAM live.counts",
+                "DROP STREAMING TABLE live.counts", stream.format("live.other", "sales.orders")):
+        _refused(bob, sql, "tables", "bob", "live.")
+    # SHOW STREAMS lists the streams of the tables a user may read, with their owner.
+    assert not [row for row in _run(bob, "SHOW STREAMS") if "live" in row[0]]
+    counts = [row for row in _run(ann, "SHOW STREAMS") if "counts" in row[0]]
+    assert len(counts) == 1 and counts[0][-1] == "ann", counts
+    owner = [row for row in _run(ann, "DESCRIBE TABLE EXTENDED live.counts") if row[0] == "Owner"]
+    assert owner == [("Owner", "ann", "")], owner
+    assert [row for row in _run(_as(secured, "ops", "ops-pw"), "SHOW STREAMS")
+            if "counts" in row[0]]
+    _run(ann, "DROP STREAMING TABLE live.counts")
+    _sales_unchanged(sales)
+
+
+def _tables_in_beeline(port, user, password, folder):
+    """beeline's !tables (JDBC's DatabaseMetaData.getTables): its output."""
+    script = folder / f"tables-{user}.sql"
+    script.write_text("!tables\n")
+    beeline = Path(pyspark.__file__).parent / "bin" / "beeline"
+    env = dict(os.environ, SPARK_HOME=str(Path(pyspark.__file__).parent))
+    done = subprocess.run(
+        [str(beeline), "-u", f"jdbc:hive2://127.0.0.1:{port}/default", "-n", user,
+         "-p", password, "--silent=true", "--outputformat=csv2", "-f", str(script)],
+        capture_output=True, text=True, timeout=180, env=env)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done.stdout
+
+
+def _metadata_call(port, user, password, call, **request):
+    """The rows of the Thrift metadata call `call` (GetTables, GetColumns) as PyHive's
+    connection sends it, fetched as a statement's rows are."""
+    from TCLIService import ttypes
+
+    connection = hive.connect(host="127.0.0.1", port=port, username=user, password=password,
+                              auth="CUSTOM")
+    response = getattr(connection.client, call)(
+        getattr(ttypes, f"T{call}Req")(sessionHandle=connection.sessionHandle, **request))
+    assert response.status.statusCode == ttypes.TStatusCode.SUCCESS_STATUS, response.status
+    cursor = connection.cursor()
+    cursor._state, cursor._operationHandle = cursor._STATE_RUNNING, response.operationHandle
+    return [tuple(row) for row in cursor.fetchall()]
+
+
+def test_jdbc_metadata_lists_only_the_tables_a_user_may_read(secured, sales, tmp_path):
+    bob = _tables_in_beeline(secured, "bob", "other", tmp_path)
+    assert "orders" in bob and "customers" in bob and "payroll_view" in bob, bob
+    assert "payroll," not in bob and "readings" not in bob, bob
+
+    def tables(user, password):
+        return {(row[1], row[2]) for row in _metadata_call(
+            secured, user, password, "GetTables", schemaName="%", tableName="%")}
+
+    def columns(user, password):
+        return {(row[1], row[2], row[3]) for row in _metadata_call(
+            secured, user, password, "GetColumns", schemaName="%", tableName="%",
+            columnName="%")}
+
+    assert {t for t in tables("bob", "other") if t[0] in ("sales", "secret", "team")} == {
+        ("sales", "orders"), ("sales", "customers"), ("sales", "payroll_view")}
+    assert ("sales", "payroll_view", "pay") in columns("bob", "other")
+    assert not {c for c in columns("bob", "other") if c[0] != "sales"}
+    assert ("secret", "payroll") in tables("ops", "ops-pw")
+    assert ("secret", "codes", "code") in columns("ops", "ops-pw")
+    # ann: her own database, the one table of sales she may read, and no more.
+    assert {t for t in tables("ann", "s3cret") if t[0] in ("sales", "secret")} == {
+        ("sales", "orders")}
+
+
+def test_the_rules_file_is_read_again_when_it_changes(secured_server, sales):
+    secured, work = secured_server
+    rules = work / "rules.json"
+    bob = _as(secured, "bob", "other")
+    _refused(bob, "SELECT * FROM secret.payroll", "tables", "bob")
+
+    def rewrite(content):
+        before = rules.stat().st_mtime
+        rules.write_text(content)
+        os.utime(rules, (before + 2, before + 2))
+
+    try:
+        rewrite(json.dumps({**RULES, "tables": [
+            {"user": "bob", "database": "secret", "privileges": ["SELECT"]}, *RULES["tables"]]}))
+        assert _run(bob, "SELECT pay FROM secret.payroll") == [(100,)]
+        rewrite('{"tables": [{"user": "bob", "privileges": ["READ"]}]}')
+        _refused(bob, "SELECT * FROM sales.orders", "tables", "bob",
+                 "invalid since it changed")
+    finally:
+        rewrite(json.dumps(RULES))
+    assert _run(bob, "SELECT COUNT(*) FROM sales.customers") == [(1,)]
+    _refused(bob, "SELECT * FROM secret.payroll", "tables", "bob")

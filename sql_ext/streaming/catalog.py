@@ -131,6 +131,7 @@ class Entry:
     error: str | None
     error_time: str | None
     window: str | None = None  # the window as last recorded (WINDOW_PROPERTY)
+    owner: str = ""  # who defined it: the catalog entry's owner
 
     @property
     def name(self) -> str:
@@ -161,26 +162,28 @@ def read(spark: SparkSession, db: str, table: str) -> dict[str, str]:
     return jvm.catalog_properties(spark, db, table)
 
 
-def entry(db: str, table: str, props: dict[str, str]) -> Entry:
+def entry(db: str, table: str, props: dict[str, str], owner: str = "") -> Entry:
     return Entry(db, table, Definition.from_properties(props), props.get(f"{PREFIX}.id", ""),
                  props.get(f"{PREFIX}.state", "STOPPED"), props.get(f"{PREFIX}.error"),
-                 props.get(f"{PREFIX}.error_time"), props.get(WINDOW_PROPERTY))
+                 props.get(f"{PREFIX}.error_time"), props.get(WINDOW_PROPERTY), owner)
 
 
-def write(spark: SparkSession, db: str, table: str, changes: dict[str, str | None]) -> None:
-    """Sets properties of the table's catalog entry; a None value removes one."""
-    jvm.catalog_update(spark, db, table, changes)
+def write(spark: SparkSession, db: str, table: str, changes: dict[str, str | None],
+          owner: str | None = None) -> None:
+    """Sets properties of the table's catalog entry; a None value removes one. `owner`, where
+    given, becomes its owner."""
+    jvm.catalog_update(spark, db, table, changes, owner)
 
 
 def define(spark: SparkSession, db: str, table: str, definition: Definition,
            stream_id: str, running_window: str | None = None) -> dict[str, str]:
     """Records `definition` as the table's, stopped, or RUNNING its window `running_window`
-    (JSON) when its stream starts now; the sql_ext.stream properties it then has (no second
-    read of the metastore)."""
+    (JSON) when its stream starts now, and the signed-in user who sent it (if any) as its
+    owner; the sql_ext.stream properties it then has (no second read of the metastore)."""
     old = read(spark, db, table)
     changes: dict[str, str | None] = {k: None for k in old if k.startswith(f"{PREFIX}.query.")}
     changes.update(defined(definition, stream_id, running_window))
-    write(spark, db, table, changes)
+    write(spark, db, table, changes, jvm.session_user(spark))
     return {k: v for k, v in {**old, **changes}.items() if v is not None}
 
 
@@ -226,7 +229,8 @@ def record_failure(spark: SparkSession, entry: Entry, message: str, when: str) -
 
 def entries(spark: SparkSession) -> list[Entry]:
     """Every streaming table of the catalog (one metastore call per database)."""
-    return [entry(db, table, props) for db, table, props in jvm.catalog_list(spark)]
+    return [entry(db, table, props, owner)
+            for db, table, owner, props in jvm.catalog_list(spark)]
 
 
 def last_commit(spark: SparkSession, checkpoint: str) -> tuple[int, int] | None:

@@ -81,7 +81,7 @@ def named_entry(spark: SparkSession, name: str, statement: str) -> Entry:
     props = catalog.read(spark, db, table)
     if not props:
         raise WindowSqlError(f"{statement} {name}: no streaming table of that name")
-    return catalog.entry(db, table, props)
+    return catalog.entry(db, table, props, jvm.catalog_owner(spark, db, table))
 
 
 def now() -> str:

@@ -33,6 +33,11 @@ def execute(sql: str, spark: SparkSession, ended: Callable[[], str | None] = lam
         return [[stream[column] for column in status.STREAM_COLUMNS]
                 for stream in status.show_streams(spark)], None
     name = statement.this.sql(dialect="spark")
+    # Creating, altering, refreshing, stopping and dropping a streaming table need the privilege
+    # STREAM on it (the access rules file's; its query's tables need SELECT as it is planned).
+    refusal = jvm.table_refusal(spark, "STREAM", name)
+    if refusal:
+        raise WindowSqlError(refusal)
     if isinstance(statement, StopStream):
         lifecycle.stop_stream(spark, name)
     elif isinstance(statement, RefreshStreamingTable):

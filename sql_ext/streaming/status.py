@@ -18,8 +18,10 @@ from sql_ext.streaming.runs import named_entry, now, short_error
 def show_streams(spark: SparkSession) -> list[dict]:
     """SHOW STREAMS: every streaming table of the catalog, running or not, one dict each with
     STREAM_COLUMNS. Figures of runs in this process (rows read and written add up over the
-    runs); for others the last committed batch and its time, from the checkpoint."""
-    return [_status(spark, entry) for entry in catalog.entries(spark)]
+    runs); for others the last committed batch and its time, from the checkpoint. A signed-in
+    user sees the streams of the tables the server's access rules let them read."""
+    return [_status(spark, entry) for entry in catalog.entries(spark)
+            if jvm.readable(spark, entry.db, entry.table)]
 
 
 def stream_status(spark: SparkSession, name: str) -> dict:
@@ -39,7 +41,7 @@ def _status(spark: SparkSession, entry: Entry) -> dict:
     status = dict.fromkeys(STREAM_COLUMNS)
     status.update(name=entry.name, trigger=definition.trigger_text(),
                   checkpoint=definition.checkpoint, last_error=entry.error,
-                  last_error_time=entry.error_time, state=entry.state)
+                  last_error_time=entry.error_time, state=entry.state, owner=entry.owner)
     if run is not None:
         progress = run.query.lastProgress or {}
         states = progress.get("stateOperators", [])

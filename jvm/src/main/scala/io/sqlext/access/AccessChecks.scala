@@ -19,7 +19,9 @@ import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
  *  - `code`: ADD JAR / FILE / ARCHIVE and CREATE FUNCTION from a class (SQL functions stay);
  *  - `settings`: SET of a setting outside `AllowedSettings` (reading one is allowed);
  *  - `paths`: a path outside the server's roots, in a file query (csv.`/path`), LOCATION, LOAD
- *    DATA, INSERT OVERWRITE DIRECTORY or a table's path option.
+ *    DATA, INSERT OVERWRITE DIRECTORY or a table's path option;
+ *  - `tables`: with an access rules file (`AccessRules`), a table privilege the statement needs
+ *    (`TableAccess`) that the first matching rule does not give.
  */
 case class AccessChecks(session: SparkSession) extends (LogicalPlan => Unit) {
 
@@ -67,6 +69,12 @@ case class AccessChecks(session: SparkSession) extends (LogicalPlan => Unit) {
 
     def paths(locations: Seq[String], what: String): Unit =
       locations.flatMap(AccessChecks.outside(_, what)).headOption.foreach(refuse("paths", _))
+
+    if (AccessRules.configured) {
+      TableAccess.needs(plan, session.catalog.currentDatabase).iterator
+        .flatMap(n => AccessRules.refusal(user, n.privilege, n.database, n.table))
+        .nextOption().foreach(refuse("tables", _))
+    }
   }
 }
 
@@ -88,6 +96,22 @@ object AccessChecks {
   def pathRefusal(session: SparkSession, what: String, location: String): String =
     checkedUser(session).flatMap(user => outside(location, what).map(message(user, "paths", _)))
       .orNull
+
+  /** For Python, which runs the streaming statements: the rule 'tables' for `session`'s user
+   *  and `privilege` on the table `name` (as SQL names it), the refusal's message or null. */
+  def tableRefusal(session: SparkSession, privilege: String, name: String): String = {
+    val id = session.sessionState.sqlParser.parseTableIdentifier(name)
+    val db = id.database.getOrElse(session.catalog.currentDatabase).toLowerCase
+    checkedUser(session).flatMap { user =>
+      AccessRules.refusal(user, privilege, db, Some(id.table.toLowerCase))
+        .map(message(user, "tables", _))
+    }.orNull
+  }
+
+  /** Whether `session`'s user may read `database`.`table` (SHOW STREAMS lists only those). */
+  def readable(session: SparkSession, database: String, table: String): Boolean =
+    checkedUser(session).forall(user =>
+      AccessRules.refusal(user, "SELECT", database.toLowerCase, Some(table.toLowerCase)).isEmpty)
 
   /** A reflective read of the member `name` of `target` (plan classes that are private to
    *  Spark or Hive, or differ between versions), None where it has none. */
@@ -122,6 +146,10 @@ object AccessChecks {
 
   private val FileFormats = Set("delta", "parquet", "orc", "csv", "json", "text", "avro",
     "binaryfile", "xml")
+
+  /** Whether `namespace` is a file format's (delta.`/path`): a table named by its path. */
+  private[access] def isFileFormat(namespace: String): Boolean =
+    FileFormats(namespace.toLowerCase)
 
   /** A table named by its path (delta.`/path`: a connector's table whose namespace is its
    *  format): its path; a catalog's table does not match. */
@@ -168,7 +196,21 @@ object AccessChecks {
         member(node, "location").collect { case l: String => "SET LOCATION" -> l }.toSeq
       case _ => Nil
     }
-    found.distinct
+    (found ++ node.productIterator.flatMap(pathNamed)).distinct
+  }
+
+  /** A table that a command names by its path, not from the catalog: delta.`/path` resolved
+   *  for a command (VACUUM, OPTIMIZE, DESCRIBE HISTORY, RESTORE), or Delta's own table objects
+   *  without a catalog entry (a clone's source, a restored table). */
+  private def pathNamed(value: Any): Option[(String, String)] = value match {
+    case r: org.apache.spark.sql.catalyst.analysis.ResolvedTable
+        if r.identifier.namespace.length == 1 && isFileFormat(r.identifier.namespace.head) =>
+      Some("a table named by its path" -> r.identifier.name)
+    case delta: AnyRef if Set("DeltaTableV2", "CloneDeltaSource")(
+        delta.getClass.getSimpleName) && member(delta, "catalogTable").contains(None) =>
+      (member(delta, "path") ++ member(delta, "dataPath")).headOption
+        .map("a table named by its path" -> _.toString)
+    case _ => None
   }
 
   private[access] def message(user: String, rule: String, what: String): String =

@@ -20,8 +20,10 @@ object AccessPolicy {
   /** Whether users are checked at all (a server with sign-in). */
   def enforced: Boolean = state.isDefined
 
-  /** Whether `user` is checked: sign-in is on and `user` is not an admin. */
-  def checks(user: String): Boolean = state.exists { case (admins, _) => !admins(user) }
+  /** Whether `user` is checked: sign-in is on and `user` is not an admin (of the command line
+   *  or of the access rules file). */
+  def checks(user: String): Boolean =
+    state.exists { case (admins, _) => !admins(user) && !AccessRules.admins(user) }
 
   def roots: Seq[Path] = state.map(_._2).getOrElse(Nil)
 

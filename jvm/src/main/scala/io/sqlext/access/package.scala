@@ -7,7 +7,9 @@ package io.sqlext
  * the check every statement of a user who is not an admin passes (`AccessChecks`): no call into
  * the JVM or the operating system by name, no jars, files or class-based functions, only the
  * settings of an allow-list, and no file path outside the roots; and what a connection sets
- * as its session opens, before any statement (`OpenSessionGuard`): only that allow-list.
+ * as its session opens, before any statement (`ThriftCallGuard`): only that allow-list. With an
+ * access rules file (`AccessRules`), the tables each statement needs (`TableAccess`) and those
+ * the JDBC metadata calls list (`MetadataFilter`) are the ones the rules give the user.
  * Admins, and a server without sign-in (whose one user is its operator), are not checked.
  *
  * May import: Spark, the Hive service classes of Spark's Thrift server and Thrift's.

@@ -51,16 +51,23 @@ object StreamCatalog {
     catalog.getTable(db, table).properties.filter(_._1.startsWith(Prefix)).asJava
   }
 
-  /** Sets (or, for a null value, removes) properties of a table's catalog entry. */
+  /** Who owns the table (its catalog entry's owner). */
+  def owner(session: SparkSession, db: String, table: String): String =
+    session.sharedState.externalCatalog.getTable(db, table).owner
+
+  /** Sets (or, for a null value, removes) properties of a table's catalog entry, and records
+   *  `owner` as its owner where it is not null (the signed-in user who defined a streaming
+   *  table: its table is made from Python, outside the statement that names the user). */
   def update(session: SparkSession, db: String, table: String,
-      changes: java.util.Map[String, String]): Unit = synchronized {
+      changes: java.util.Map[String, String], owner: String = null): Unit = synchronized {
     val catalog = session.sharedState.externalCatalog
     val entry = catalog.getTable(db, table)
     val (removed, set) = changes.asScala.partition(_._2 == null)
-    catalog.alterTable(entry.copy(properties = entry.properties -- removed.keys ++ set))
+    catalog.alterTable(entry.copy(properties = entry.properties -- removed.keys ++ set,
+      owner = Option(owner).getOrElse(entry.owner)))
   }
 
-  /** Every streaming table of the catalog as [db, table, props...] rows, the properties
+  /** Every streaming table of the catalog as [db, table, owner, props...] rows, the properties
    *  flattened as key, value pairs: one metastore call per database. */
   def list(session: SparkSession): java.util.List[Array[String]] = {
     val catalog = session.sharedState.externalCatalog
@@ -68,7 +75,8 @@ object StreamCatalog {
       catalog.getTablesByName(db, catalog.listTables(db)).flatMap { entry =>
         val props = entry.properties.filter(_._1.startsWith(Prefix))
         if (props.isEmpty) None
-        else Some(Array(db, entry.identifier.table) ++ props.toSeq.flatMap(p => Seq(p._1, p._2)))
+        else Some(Array(db, entry.identifier.table, entry.owner) ++
+          props.toSeq.flatMap(p => Seq(p._1, p._2)))
       }
     }.asJava
   }

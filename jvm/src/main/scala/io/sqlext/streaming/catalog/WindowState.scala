@@ -2,6 +2,7 @@ package io.sqlext.streaming.catalog
 
 import io.sqlext.Contract
 import io.sqlext.SqlExtErrors
+import io.sqlext.access.AccessChecks
 import io.sqlext.aggregate.PartialAggregates
 import io.sqlext.streaming.time.{BatchWatermark, SplWatermark}
 import io.sqlext.window.{Family, PaneSpec, Watermark, WindowSpec}
@@ -53,6 +54,10 @@ object WindowState {
 
   /** The window state of the streaming table `name` (as a name in SQL: db.table, quoted). */
   def read(session: SparkSession, name: String): DataFrame = {
+    // The stream's state is its table's rows to come: a user reads it only where they may read
+    // the table (its plan reads the checkpoint, not the table, so the statement check does not).
+    Option(AccessChecks.tableRefusal(session, "SELECT", name))
+      .foreach(refusal => throw SqlExtErrors.analysis(refusal))
     val ident = session.sessionState.sqlParser.parseTableIdentifier(name)
     val db = ident.database.getOrElse(session.catalog.currentDatabase)
     val props = StreamCatalog.properties(session, db, ident.table)

@@ -9,6 +9,6 @@ package io.sqlext.streaming
  * (`WindowState`).
  *
  * May import: [[io.sqlext.streaming.time]], `replay` (the packed format), `window`,
- * `aggregate` and Spark.
+ * `aggregate`, `access` (whether a user may read the stream's table) and Spark.
  */
 package object catalog

@@ -11,6 +11,10 @@ import org.apache.thrift.server.TServer
 import org.apache.thrift.transport.TTransport
 
 /**
+ * The calls of the binary Thrift service that sql-ext guards before HiveServer2 answers them:
+ * OpenSession (what a connection may set as its session opens, below) and the JDBC metadata
+ * calls that list tables and columns (`MetadataFilter`: only the tables a user may read).
+ *
  * What a client's connection may set as its session opens. HiveServer2 applies the
  * connection's configuration before the session runs a statement, so before `AccessChecks` sees
  * anything: `set:hiveconf:K` and `set:hivevar:K` (and `set:K`) become the session's Spark
@@ -25,7 +29,7 @@ import org.apache.thrift.transport.TTransport
  * that builds them, so that each one's OpenSession call passes `refusal` first. The launcher
  * opens sign-in only after `install` (sql_ext/server/auth.py): no session opens unguarded.
  */
-object OpenSessionGuard {
+object ThriftCallGuard {
 
   /** Hive JDBC (beeline) sends the result set's fetch size with every connection. */
   private val ClientProtocol = Set("hive.server2.thrift.resultset.default.fetch.size")
@@ -86,8 +90,11 @@ object OpenSessionGuard {
       val processor = inner.getProcessor(transport)
       processor match {
         case base: TBaseProcessor[_] =>
-          ProcessMap.get(base).asInstanceOf[java.util.Map[String, ProcessFunction[_, _]]]
-            .put("OpenSession", new GuardedOpenSession)
+          val calls = ProcessMap.get(base)
+            .asInstanceOf[java.util.Map[String, ProcessFunction[_, _]]]
+          calls.put("OpenSession", new GuardedOpenSession)
+          calls.put("GetTables", new MetadataFilter.GuardedGetTables)
+          calls.put("GetColumns", new MetadataFilter.GuardedGetColumns)
           processor
         case other => // fail closed: a processor whose sessions could not be guarded
           throw new IllegalStateException(s"cannot guard the sessions of ${other.getClass}")
