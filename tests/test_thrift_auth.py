@@ -487,6 +487,17 @@ def test_jdbc_metadata_lists_only_the_tables_a_user_may_read(secured, sales, tmp
     # ann: her own database, the one table of sales she may read, and no more.
     assert {t for t in tables("ann", "s3cret") if t[0] in ("sales", "secret")} == {
         ("sales", "orders")}
+    # SHOW TABLES and SHOW TABLE EXTENDED (dbt lists a schema's relations so) alike.
+    bob_sql = _as(secured, "bob", "other")
+    assert _run(bob_sql, "SHOW TABLES IN secret") == []
+    assert sorted(row[1] for row in _run(bob_sql, "SHOW TABLES IN sales")) == [
+        "customers", "orders", "payroll_view"]
+    assert _run(bob_sql, "SHOW TABLE EXTENDED IN secret LIKE '*'") == []
+    ann_sql = _as(secured, "ann", "s3cret")
+    _run(ann_sql, "USE sales")
+    assert [row[1] for row in _run(ann_sql, "SHOW TABLES")] == ["orders"]
+    assert sorted(row[1] for row in _run(_as(secured, "ops", "ops-pw"),
+                                         "SHOW TABLES IN secret")) == ["codes", "payroll"]
 
 
 def test_the_rules_file_is_read_again_when_it_changes(secured_server, sales):

@@ -1,6 +1,6 @@
 package io.sqlext
 
-import io.sqlext.access.AccessChecks
+import io.sqlext.access.{AccessChecks, HideUnreadableTables}
 import io.sqlext.analysis.{KafkaTables, PipelineWindowFunction, ProcessFunctions,
   ResolvePipelineWindows, TimeoutCeiling, WindowTableFunction}
 import io.sqlext.kafka.KafkaUndecodable
@@ -34,6 +34,8 @@ class SqlExtExtensions extends (SparkSessionExtensions => Unit) {
     // Analysis: a signed-in user who is not an admin reaches no JVM method, code, setting or
     // path beyond what the server's operator allowed.
     extensions.injectCheckRule(session => AccessChecks(session))
+    // Analysis: with access rules, SHOW TABLES lists a user only the tables they may read.
+    extensions.injectPostHocResolutionRule(session => HideUnreadableTables(session))
     // Analysis: sql_ext_arrival() and sql_ext_arrival_file(), a row's place in source order.
     ArrivalSequence.registrations.foreach(extensions.injectFunction)
     // Analysis: Python UDAFs shared later reach every session made after (JDBC connections).

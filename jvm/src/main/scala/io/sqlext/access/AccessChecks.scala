@@ -81,7 +81,7 @@ case class AccessChecks(session: SparkSession) extends (LogicalPlan => Unit) {
 object AccessChecks {
   /** The user of `session` whom the checks apply to: signed in on a server with sign-in, and
    *  not an admin. */
-  private def checkedUser(session: SparkSession): Option[String] =
+  private[access] def checkedUser(session: SparkSession): Option[String] =
     if (AccessPolicy.enforced) SessionUsers.userOf(session).filter(AccessPolicy.checks)
     else None
 

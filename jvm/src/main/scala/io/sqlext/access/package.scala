@@ -9,7 +9,8 @@ package io.sqlext
  * settings of an allow-list, and no file path outside the roots; and what a connection sets
  * as its session opens, before any statement (`ThriftCallGuard`): only that allow-list. With an
  * access rules file (`AccessRules`), the tables each statement needs (`TableAccess`) and those
- * the JDBC metadata calls list (`MetadataFilter`) are the ones the rules give the user.
+ * SHOW TABLES (`HideUnreadableTables`) and the JDBC metadata calls (`MetadataFilter`) list are
+ * the ones the rules give the user.
  * Admins, and a server without sign-in (whose one user is its operator), are not checked.
  *
  * May import: Spark, the Hive service classes of Spark's Thrift server and Thrift's.
