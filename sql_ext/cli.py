@@ -85,18 +85,40 @@ def _print_ui(spark) -> None:
 
 
 def connect_server(args) -> int:
-    from sql_ext.server import auth, monitoring, sharing
-    from sql_ext.server.connect import TOKEN_ENV, connect_conf, start_connect_server, token_of
+    from sql_ext.server import access, auth, monitoring, sharing
+    from sql_ext.server.connect import (
+        TOKEN_ENV,
+        connect_conf,
+        guard,
+        start_connect_server,
+        token_of,
+    )
     from sql_ext.session import session
 
     auth.check_bind(args.host, args.auth, args.insecure_no_auth, "sql-ext connect-server",
-                    f"--auth token (with --token-file FILE or {TOKEN_ENV})")
-    token = token_of(args.token_file) if args.auth == "token" else None
+                    f"--auth token (with --users FILE, --token-file FILE or {TOKEN_ENV})")
+    users = args.users if args.auth == "token" else None
+    if args.users and not users:
+        raise SystemExit("sql-ext connect-server: --users needs --auth token")
+    if (args.admin or args.allow_path or args.access_rules) and not users:
+        raise SystemExit("sql-ext connect-server: --admin, --allow-path and --access-rules need "
+                         "--auth token --users FILE (without users told apart, every client "
+                         "is the server's operator, an admin)")
+    token = token_of(args.token_file) if args.auth == "token" and not users else None
+    guarded = bool(users) or args.no_client_udfs
     spark = session(warehouse=args.warehouse, app_name="sql-ext-connect-server",
                     metastore=args.metastore, master=args.master,
-                    conf={**connect_conf(args.host, args.port, token),
+                    conf={**connect_conf(args.host, args.port, token, guarded),
                           **monitoring.ui_conf(args.host, args.ui_port),
                           **sharing.server_conf(None)})
+    try:
+        if guarded:
+            guard(spark, users, args.no_client_udfs)
+        if users:
+            access.enforce(spark, args.admin, spark.conf.get("spark.sql.warehouse.dir"),
+                           args.allow_path, args.access_rules)
+    except ValueError as error:
+        raise SystemExit(f"sql-ext connect-server: {error}") from None
     _load_udafs(args.udafs)
     if args.resume:
         from sql_ext.streaming import resume
@@ -107,7 +129,8 @@ def connect_server(args) -> int:
     # Last: the first remote statement finds the rewriter, the UDAFs and the streams in place.
     address = start_connect_server(spark, args.host, args.port)
     given = args.token_file or os.environ.get(TOKEN_ENV)
-    shown = f"/;token={token}" if token and not given else ("/;token=<your token>" if token else "")
+    shown = f"/;token={token}" if token and not given else (
+        "/;token=<your token>" if token or users else "")
     print(f"sql-ext Spark Connect server on {address}{shown} (Ctrl-C to stop)", flush=True)
     _print_ui(spark)
     return _serve(spark, "sql-ext Spark Connect server")
@@ -176,6 +199,20 @@ def _load_udafs(modules: str | None) -> None:
 
     names = load_modules([m.strip() for m in modules.split(",") if m.strip()])
     print(f"UDAFs for every session: {', '.join(names) or '-'}", flush=True)
+
+
+def connect_token(args) -> int:
+    """Gives a user a new token in a Connect token file; prints it (it is not kept)."""
+    from sql_ext.server.connect import add_token
+
+    try:
+        token = add_token(args.file, args.user)
+    except ValueError as error:
+        print(f"sql-ext connect-token: {error}", file=sys.stderr)
+        return 2
+    print(f"{args.user}'s token (shown once; the file keeps its hash): {token}")
+    print(f"connect as sc://<host>:<port>/;token={token}")
+    return 0
 
 
 def passwd(args) -> int:
@@ -302,7 +339,27 @@ def main(argv=None) -> int:
     connect.add_argument("--token-file", default=None,
                          help="--auth token: the token is this file's first line (default: "
                               "SPARK_CONNECT_AUTHENTICATE_TOKEN, else a new one, printed)")
+    connect.add_argument("--users", default=None, metavar="FILE",
+                         help="--auth token: one token per user (sql-ext connect-token FILE "
+                              "USER adds one); a client is the user of its token, and users "
+                              "who are not admins are held to the access checks")
+    connect.add_argument("--admin", action="append", default=[], metavar="USER",
+                         help="with --users: a user who may do anything (repeatable)")
+    connect.add_argument("--allow-path", action="append", default=[], metavar="DIR",
+                         help="with --users: a folder, besides the warehouse, where users' "
+                              "paths may point (repeatable)")
+    connect.add_argument("--access-rules", default=None, metavar="FILE",
+                         help="with --users: the JSON file of admins and table rules (README: "
+                              "Security model)")
+    connect.add_argument("--no-client-udfs", action="store_true",
+                         help="refuse code that clients send (Python and Scala UDFs, UDTFs, "
+                              "data sources, artifacts) to every user, admins too")
     connect.set_defaults(run=connect_server)
+    tokens = commands.add_parser("connect-token", help="give a user a new Spark Connect token "
+                                                       "(connect-server --users FILE)")
+    tokens.add_argument("file")
+    tokens.add_argument("user")
+    tokens.set_defaults(run=connect_token)
     flows = commands.add_parser(
         "pipelines", help="run spark-pipelines (Declarative Pipelines) with sql-ext's SQL",
         description="Spark's pipelines CLI against a sql-ext Spark Connect server started "

@@ -37,6 +37,7 @@ ACCESS_POLICY = "io.sqlext.access.AccessPolicy"
 ACCESS_CHECKS = "io.sqlext.access.AccessChecks"
 SESSION_USERS = "io.sqlext.access.SessionUsers"
 ACCESS_RULES = "io.sqlext.access.AccessRules"
+CONNECT_GUARD = "io.sqlext.access.ConnectGuard"
 THRIFT_CALL_GUARD = "io.sqlext.access.ThriftCallGuard"
 SCALA_OBJECTS = (REWRITER_REGISTRY, PARTIAL_AGGREGATES, STREAMING_WINDOWS, LATE_ROW_FILES,
                  DELTA_BATCH_APPEND, STREAM_CATALOG, STREAM_PROGRESS, PROCESS_FUNCTIONS,
@@ -392,6 +393,16 @@ def sessions_for_functions() -> list:
         if not any(candidate._jsparkSession.equals(s._jsparkSession) for s in found):
             found.append(candidate)
     return found
+
+
+def guard_connect(spark: SparkSession, users: str | None, no_client_code: bool) -> None:
+    """io.sqlext.access.ConnectGuard's setup (before the Connect service starts), and Connect's
+    sessions' users known to the access checks (SessionUsers)."""
+    try:
+        _object(spark, CONNECT_GUARD).configure(users, no_client_code)
+    except Py4JJavaError as error:  # the JVM's IllegalArgumentException: what is wrong
+        raise ValueError(error.java_exception.getMessage()) from None
+    _object(spark, SESSION_USERS).registerConnect()
 
 
 def start_connect_server(spark: SparkSession) -> None:

@@ -5,12 +5,18 @@ the rewriter, the UDAF modules and the resumed streams are in place, so that a r
 
     sql-ext connect-server --port 15002                 # loopback, no token
     SPARK_CONNECT_AUTHENTICATE_TOKEN=... sql-ext connect-server --host 0.0.0.0 --auth token
+    sql-ext connect-token team.tokens ann               # prints ann's new token
+    sql-ext connect-server --host 0.0.0.0 --auth token --users team.tokens --admin ops
 
-Clients connect to `sc://host:port` (with a token: `sc://host:port/;token=...`).
+Clients connect to `sc://host:port` (with a token: `sc://host:port/;token=...`). With --users,
+each user has a token of their own, and who a client is comes from its token (the JVM's
+io.sqlext.access.ConnectGuard); users who are not admins are held to the same access checks as
+on the Thrift server.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import secrets
@@ -27,17 +33,47 @@ TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"  # Spark's own: the server and py
 DEFAULT_PORT = 15002
 
 
-def connect_conf(host: str, port: int, token: str | None) -> dict[str, str]:
+GUARD = "io.sqlext.access.ConnectGuard"
+
+
+def connect_conf(host: str, port: int, token: str | None,
+                 guarded: bool = False) -> dict[str, str]:
     """Session settings of the service: its address and, when given, the token every client
-    must present (Spark's pre-shared-key check). Spark redacts settings named *token* in its
-    UI and logs."""
+    must present (Spark's pre-shared-key check); `guarded`: every call passes sql-ext's
+    ConnectGuard (users by their tokens, client code). Spark redacts settings named *token* in
+    its UI and logs."""
     conf = {"spark.connect.grpc.binding.address": host,
             "spark.connect.grpc.binding.port": str(port),
             # A taken port is an error, not a silent move to the next one clients do not know.
             "spark.connect.grpc.port.maxRetries": "0"}
     if token:
         conf["spark.connect.authenticate.token"] = token
+    if guarded:
+        conf["spark.connect.grpc.interceptor.classes"] = GUARD
     return conf
+
+
+def add_token(path: str | Path, user: str) -> str:
+    """A new token for `user` in the token file (replacing theirs), kept as its SHA-256 so that
+    the file gives nobody a token; the file is kept 0600. Returns the token (shown once)."""
+    if not user or ":" in user or user != user.strip():
+        raise ValueError(f"a user name without ':' or surrounding spaces, not {user!r}")
+    path = Path(path)
+    token = secrets.token_urlsafe(32)
+    kept = [line for line in (path.read_text().splitlines() if path.exists() else [])
+            if line.split(":", 1)[0] != user]
+    digest = hashlib.sha256(token.encode()).hexdigest()
+    path.touch(mode=0o600)
+    os.chmod(path, 0o600)
+    path.write_text("\n".join(kept + [f"{user}:sha256:{digest}"]) + "\n")
+    return token
+
+
+def guard(spark: SparkSession, users: str | None, no_client_udfs: bool) -> None:
+    """Configures ConnectGuard before the service starts: clients told apart by the tokens of
+    the file `users` (None: not told apart), and client code refused to every user when
+    `no_client_udfs`. An invalid file raises ValueError naming its line."""
+    jvm.guard_connect(spark, users, no_client_udfs)
 
 
 def token_of(token_file: str | None) -> str:

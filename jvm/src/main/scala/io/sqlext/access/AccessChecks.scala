@@ -25,8 +25,17 @@ import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
  */
 case class AccessChecks(session: SparkSession) extends (LogicalPlan => Unit) {
 
-  override def apply(plan: LogicalPlan): Unit =
+  override def apply(plan: LogicalPlan): Unit = {
+    // What the statement creates is owned by its user: Spark's Thrift server says who that is
+    // to the thread that runs a statement (CurrentUserContext, the owner Spark records for a
+    // new table); Spark Connect does not, so a known user is said here, as the statement is
+    // analysed on that thread.
+    if (AccessPolicy.enforced) {
+      SessionUsers.userOf(session).filter(_.nonEmpty)
+        .foreach(org.apache.spark.sql.catalyst.CurrentUserContext.CURRENT_USER.set)
+    }
     AccessChecks.checkedUser(session).foreach(check(plan, _))
+  }
 
   private def check(plan: LogicalPlan, user: String): Unit = {
     def refuse(rule: String, what: String): Nothing =
@@ -71,7 +80,9 @@ case class AccessChecks(session: SparkSession) extends (LogicalPlan => Unit) {
       locations.flatMap(AccessChecks.outside(_, what)).headOption.foreach(refuse("paths", _))
 
     if (AccessRules.configured) {
-      TableAccess.needs(plan, session.catalog.currentDatabase).iterator
+      val catalog = session.sessionState.catalog
+      TableAccess.needs(plan, session.catalog.currentDatabase, (db, t) =>
+        catalog.tableExists(org.apache.spark.sql.catalyst.TableIdentifier(t, Some(db)))).iterator
         .flatMap(n => AccessRules.refusal(user, n.privilege, n.database, n.table))
         .nextOption().foreach(refuse("tables", _))
     }

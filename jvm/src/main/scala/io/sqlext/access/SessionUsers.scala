@@ -24,13 +24,35 @@ object SessionUsers {
   /** A Thrift server whose client sessions are looked up from now on. */
   def register(server: HiveServer2): Unit = servers.addIfAbsent(server)
 
+  @volatile private var connect = false
+
+  /** Spark Connect's sessions are looked up from now on (their users: `ConnectGuard`). */
+  def registerConnect(): Unit = connect = true
+
   /** `copy` runs `parent`'s statements for the same user (a stream's own session). */
   def inherit(parent: SparkSession, copy: SparkSession): Unit =
     userOf(parent).foreach(copies.put(copy, _))
 
   /** The user of `session`: Some(name) for a client's session, else None. */
   def userOf(session: SparkSession): Option[String] =
-    Option(copies.get(session)).orElse(clientUser(session))
+    Option(copies.get(session)).orElse(clientUser(session)).orElse(connectUser(session))
+
+  /** The user of a Spark Connect client's session: the user_id of its key in Connect's
+   *  session manager (SparkConnectService.sessionManager's private `sessionStore`, read by
+   *  reflection), which ConnectGuard holds to the user of the client's token. */
+  private def connectUser(session: SparkSession): Option[String] =
+    if (!connect || !ConnectGuard.identifies) None else {
+      def call(target: AnyRef, name: String): AnyRef = target.getClass.getMethod(name).invoke(target)
+      val service = Class.forName("org.apache.spark.sql.connect.service.SparkConnectService$")
+        .getField("MODULE$").get(null)
+      val manager = call(service, "sessionManager")
+      val field = manager.getClass.getDeclaredField("sessionStore")
+      field.setAccessible(true)
+      field.get(manager).asInstanceOf[java.util.Map[AnyRef, AnyRef]].values.asScala
+        .collectFirst { case holder if call(holder, "session") eq session =>
+          String.valueOf(call(holder, "userId"))
+        }
+    }
 
   /** For Python: the user's name, or null. */
   def userOrNull(session: SparkSession): String = userOf(session).orNull

@@ -30,9 +30,12 @@ object TableAccess {
   /** `privilege` on `database`.`table` (None: the database as a whole). */
   final case class Need(privilege: String, database: String, table: Option[String])
 
-  def needs(plan: LogicalPlan, currentDatabase: String): Seq[Need] = {
+  /** `exists(database, table)`: whether the catalog has the table (a DataFrame's saveAsTable
+   *  appends to a table that exists, and creates one that does not). */
+  def needs(plan: LogicalPlan, currentDatabase: String,
+      exists: (String, String) => Boolean): Seq[Need] = {
     val all = nodes(plan)
-    val statements = all.flatMap(statementNeeds)
+    val statements = all.flatMap(statementNeeds(_, exists))
     val written = statements.filter(n => WritePrivileges(n.privilege))
       .map(n => (n.database, n.table)).toSet
     val reads = all.flatMap(read).flatMap(id => named(Some(id), Seq("SELECT")))
@@ -91,6 +94,9 @@ object TableAccess {
     Seq("DropTable", "DropTableCommand", "DropView") -> Seq("DROP")
   ).flatMap { case (names, privileges) => names.map(_ -> privileges) }.toMap
 
+  private val SavesByMode = Set("SaveAsV1TableCommand", "CreateDataSourceTableAsSelectCommand",
+    "CreateHiveTableAsSelectCommand", "OptimizedCreateHiveTableAsSelectCommand")
+
   private val Reads = Set("DescribeRelation", "DescribeTableCommand", "DescribeColumn",
     "DescribeColumnCommand", "ShowColumnsCommand", "ShowTableProperties", "ShowCreateTable",
     "ShowCreateTableCommand", "ShowCreateTableAsSerdeCommand", "ShowPartitionsCommand",
@@ -105,9 +111,19 @@ object TableAccess {
     id.toSeq.flatMap { case (db, t) => privileges.map(Need(_, db, Some(t))) }
 
   /** What a statement node itself needs (its reads are found separately). */
-  private def statementNeeds(node: LogicalPlan): Seq[Need] = {
+  private def statementNeeds(node: LogicalPlan, exists: (String, String) => Boolean)
+      : Seq[Need] = {
     val name = node.getClass.getSimpleName
     (name, node) match {
+      case (_, _) if SavesByMode(name) && member(node, "mode").isDefined =>
+        // A DataFrame's saveAsTable (and CTAS): by its save mode.
+        val table = target(node)
+        val privileges = member(node, "mode").map(_.toString) match {
+          case Some("Append") if table.exists { case (db, t) => exists(db, t) } => Seq("INSERT")
+          case Some("Overwrite") => Seq("CREATE", "DROP")
+          case _ => Seq("CREATE")
+        }
+        named(table, privileges)
       case ("InsertIntoHadoopFsRelationCommand" | "InsertIntoHiveTable", _) =>
         val overwrite = member(node, "mode").exists(_.toString == "Overwrite") ||
           member(node, "overwrite").contains(true)

@@ -1,0 +1,174 @@
+package io.sqlext.access
+
+import java.nio.charset.StandardCharsets
+import java.nio.file.{Files, Path, Paths}
+import java.security.MessageDigest
+
+import scala.jdk.CollectionConverters._
+import scala.util.control.NonFatal
+
+import org.apache.spark.connect.proto.{AddArtifactsRequest, ConfigRequest}
+import org.sparkproject.connect.grpc.{ForwardingServerCallListener, Metadata, ServerCall,
+  ServerCallHandler, ServerInterceptor, Status}
+
+/**
+ * Who a Spark Connect client is, and what it may send. Registered as Spark Connect's gRPC
+ * interceptor (spark.connect.grpc.interceptor.classes) in place of Spark's single pre-shared
+ * token, with the server's token file (`sql-ext connect-token FILE USER`: lines of
+ * `user:sha256:<hex of the token's SHA-256>`, read again when it changes):
+ *
+ *  - a call's bearer token names its user; an unknown or missing token is UNAUTHENTICATED;
+ *  - every request's `user_context.user_id` becomes that user, whatever the client claimed
+ *    (pyspark sends the operating system's user by default): Spark keys a client's session by
+ *    it, and `SessionUsers` reads the user of a Connect session from that key, so the user
+ *    comes from the credential alone;
+ *  - for a user who is not an admin, the rules of `AccessChecks` hold for every plan (they run
+ *    as Spark analyses it), and here, for what never reaches analysis: a ConfigRequest may set
+ *    only the allow-list of settings (rule 'settings'), no client code (Python or Scala UDFs,
+ *    UDTFs, data sources, artifacts: rule 'code'), and with access rules no catalog listing
+ *    calls (rule 'tables': SHOW TABLES and DESCRIBE keep to the rules);
+ *  - with `--no-client-udfs`, client code is refused to admins too.
+ */
+class ConnectGuard extends ServerInterceptor {
+  override def interceptCall[Req, Resp](call: ServerCall[Req, Resp], headers: Metadata,
+      next: ServerCallHandler[Req, Resp]): ServerCall.Listener[Req] = {
+    val bearer = Option(headers.get(ConnectGuard.Authorization)).map(_.stripPrefix("Bearer "))
+    ConnectGuard.userOf(bearer) match {
+      case None =>
+        call.close(Status.UNAUTHENTICATED.withDescription("sql-ext connect-server: the " +
+          "connection's token is not one of the server's (sc://host:port/;token=...)"),
+          new Metadata())
+        new ServerCall.Listener[Req] {}
+      case Some(user) =>
+        new ForwardingServerCallListener.SimpleForwardingServerCallListener[Req](
+            next.startCall(call, headers)) {
+          @volatile private var refused = false
+          override def onMessage(message: Req): Unit = if (!refused) {
+            ConnectGuard.refusal(user, message) match {
+              case Some(why) =>
+                refused = true
+                call.close(Status.PERMISSION_DENIED.withDescription(why), new Metadata())
+              case None =>
+                super.onMessage(if (ConnectGuard.identifies) ConnectGuard.as(user, message)
+                  else message)
+            }
+          }
+          override def onHalfClose(): Unit = if (!refused) super.onHalfClose()
+        }
+    }
+  }
+}
+
+object ConnectGuard {
+  private val Authorization =
+    Metadata.Key.of("Authorization", Metadata.ASCII_STRING_MARSHALLER)
+
+  private final case class Setup(tokens: Option[Path], noClientCode: Boolean)
+  @volatile private var setup: Option[Setup] = None
+  @volatile private var users: ((Long, Long), Map[String, String]) = ((-2L, -2L), Map.empty)
+
+  /** Set by the server's launcher before the service starts: the token file (null: clients
+   *  are not told apart, Spark's single token or none checks them), and whether client code is
+   *  refused to every user. An invalid file is an error naming its line. */
+  def configure(tokens: String, noClientCode: Boolean): Unit = synchronized {
+    val path = Option(tokens).map(Paths.get(_).toAbsolutePath)
+    path.foreach { p =>
+      users = (stamp(p), read(p).fold(e => throw new IllegalArgumentException(e), identity))
+    }
+    setup = Some(Setup(path, noClientCode))
+  }
+
+  /** Whether clients are told apart by their tokens. */
+  def identifies: Boolean = setup.exists(_.tokens.isDefined)
+
+  /** The user whose token `bearer` is, read from the token file (again if it changed); ""
+   *  for every client of a server that does not tell them apart; None for no user. */
+  private def userOf(bearer: Option[String]): Option[String] = setup.flatMap { s =>
+    s.tokens match {
+      case None => Some("")
+      case Some(file) =>
+        val now = stamp(file)
+        if (now != users._1) synchronized {
+          // An invalid change keeps no token valid until it is fixed (fail closed).
+          users = (now, read(file).getOrElse(Map.empty))
+        }
+        bearer.flatMap(token => users._2.get(sha256(token)))
+    }
+  }
+
+  private def stamp(path: Path): (Long, Long) =
+    try (Files.getLastModifiedTime(path).toMillis, Files.size(path))
+    catch { case NonFatal(_) => (-1L, -1L) }
+
+  /** The file's users by their tokens' hashes, or what is wrong with it. */
+  private[access] def read(path: Path): Either[String, Map[String, String]] =
+    try {
+      val entries = Files.readAllLines(path).asScala.zipWithIndex
+        .filterNot { case (line, _) => line.trim.isEmpty || line.trim.startsWith("#") }
+        .map { case (line, i) =>
+          line.trim.split(":") match {
+            case Array(user, "sha256", hash) if user.nonEmpty && hash.matches("[0-9a-f]{64}") =>
+              hash -> user
+            case _ => return Left(s"$path line ${i + 1}: not user:sha256:<64 hex digits> " +
+              "(sql-ext connect-token FILE USER writes one)")
+          }
+        }
+      Right(entries.toMap)
+    } catch { case NonFatal(e) => Left(s"$path: ${e.getMessage}") }
+
+  def sha256(token: String): String =
+    MessageDigest.getInstance("SHA-256").digest(token.getBytes(StandardCharsets.UTF_8))
+      .map("%02x".format(_)).mkString
+
+  /** Client code in a request's plan, by the names of the messages that carry it (the text
+   *  form of a request names every field it sets). */
+  private val ClientCode = Seq("python_udf {", "scalar_scala_udf {", "python_udtf {",
+    "python_data_source {", "java_udf {", "python_udf_command {")
+  private val CatalogListings = Seq("list_tables {", "list_columns {", "get_table {",
+    "table_exists {")
+
+  /** `message` (a request of Connect's protocol) with `user` as its user_context's user_id; a
+   *  message without a user context as it is. */
+  private def as[M](user: String, message: M): M = {
+    def call(target: AnyRef, name: String, args: AnyRef*): AnyRef = target.getClass.getMethods
+      .find(m => m.getName == name && m.getParameterCount == args.length &&
+        m.getParameterTypes.zip(args).forall { case (t, a) => t.isInstance(a) })
+      .getOrElse(throw new NoSuchMethodException(s"${target.getClass.getName}.$name"))
+      .invoke(target, args: _*)
+    val request = message.asInstanceOf[AnyRef]
+    if (!request.getClass.getMethods.exists(_.getName == "getUserContext")) message
+    else {
+      val context = call(call(call(request, "getUserContext"), "toBuilder"), "setUserId", user)
+      val builder = call(request, "toBuilder")
+      call(builder, "setUserContext", call(context, "build"))
+      call(builder, "build").asInstanceOf[M]
+    }
+  }
+
+  /** Why `user` may not send `message`, if not. */
+  private[access] def refusal(user: String, message: Any): Option[String] = {
+    val noCode = setup.exists(_.noClientCode)
+    lazy val text = message.toString
+    def code(what: String) = Some(
+      if (noCode && !AccessPolicy.checks(user)) s"this server runs no client code " +
+        s"(sql-ext connect-server --no-client-udfs): $what"
+      else AccessChecks.message(user, "code", what))
+    message match {
+      case _: AddArtifactsRequest if noCode || AccessPolicy.checks(user) =>
+        code("artifacts (jars, Python files, classes) load code into the server")
+      case config: ConfigRequest if AccessPolicy.checks(user) && config.getOperation.hasSet =>
+        config.getOperation.getSet.getPairsList.asScala.map(_.getKey)
+          .find(!AllowedSettings(_)).map { key =>
+            AccessChecks.message(user, "settings", s"setting $key: a session may set only " +
+              AllowedSettings.names.mkString(", "))
+          }
+      case _ if (noCode || AccessPolicy.checks(user)) && ClientCode.exists(text.contains) =>
+        code("a function or data source defined by the client runs its code in the server")
+      case _ if AccessPolicy.checks(user) && AccessRules.configured &&
+          text.contains("catalog {") && CatalogListings.exists(text.contains) =>
+        Some(AccessChecks.message(user, "tables", "the catalog API's listings do not keep to " +
+          "the access rules: SHOW TABLES, SHOW DATABASES and DESCRIBE TABLE do"))
+      case _ => None
+    }
+  }
+}

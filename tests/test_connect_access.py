@@ -1,0 +1,165 @@
+"""Least privilege on `sql-ext connect-server --auth token --users FILE`: each user has a token
+of their own (`sql-ext connect-token FILE USER`), and who a client is comes from that token,
+never from the user_id it claims. A user who is not an admin is held to the checks of the
+Thrift server (rules jvm, code, settings, paths and the access rules' tables) for the SQL and
+DataFrame plans they send, and to what never reaches a plan's analysis: settings through the
+config API, client code (Python UDFs, artifacts) and the catalog API's listings. An admin may
+do all of it. After each refusal the client's session goes on and no table changed."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_catalog import _kill
+
+from sql_ext.server.thrift import free_port, wait_for_port
+
+TESTS = Path(__file__).resolve().parent
+RULES = {"tables": [
+    {"user": "ann", "database": "sales", "privileges": ["SELECT", "INSERT"]},
+    {"user": "ann", "database": "scratch", "privileges": ["OWNERSHIP"]}]}
+
+pytestmark = pytest.mark.xdist_group("connect_access")
+
+
+def _cli(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "sql_ext.cli", *args], capture_output=True,
+                          text=True, timeout=120, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A Connect server with a token per user (ann; root, an admin) and access rules: ann
+    reads and appends to the database sales and owns scratch. (port, tokens, folder)"""
+    work = tmp_path_factory.mktemp("connect access")  # a folder with a space
+    tokens = {}
+    for user in ("ann", "root"):
+        made = _cli("connect-token", str(work / "team.tokens"), user)
+        assert made.returncode == 0, made.stderr
+        tokens[user] = made.stdout.split("token=")[-1].strip()
+    assert oct((work / "team.tokens").stat().st_mode & 0o777) == "0o600"
+    assert all(token not in (work / "team.tokens").read_text() for token in tokens.values())
+    (work / "rules.json").write_text(json.dumps(RULES))
+    port = free_port()
+    with open(work / "server.log", "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "sql_ext.cli", "connect-server", "--port", str(port),
+             "--warehouse", str(work / "warehouse"), "--auth", "token",
+             "--users", str(work / "team.tokens"), "--admin", "root",
+             "--access-rules", str(work / "rules.json")],
+            stdout=log, stderr=subprocess.STDOUT, cwd=work, start_new_session=True,
+            env={k: v for k, v in os.environ.items() if k != "SPARK_CONNECT_AUTHENTICATE_TOKEN"})
+    wait_for_port("127.0.0.1", port, timeout=180)
+    yield port, tokens, work
+    _kill(process, port)
+
+
+def _probe(port, token, probes, user_id=None):
+    url = f"sc://localhost:{port}/;token={token}" + (f";user_id={user_id}" if user_id else "")
+    done = subprocess.run([sys.executable, str(TESTS / "connect_probe.py"), url,
+                           json.dumps(probes)], capture_output=True, text=True, timeout=600,
+                          env={k: v for k, v in os.environ.items()
+                               if k != "SPARK_CONNECT_AUTHENTICATE_TOKEN"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.split("RESULT ", 1)[1])
+
+
+def _refused(seen, name, *words):
+    outcome, message = seen[name]
+    assert outcome == "error" and all(w in message for w in words), (name, seen[name])
+
+
+def test_a_connect_user_is_their_token_and_keeps_to_the_checks(server):
+    port, tokens, work = server
+    setup = _probe(port, tokens["root"], {
+        "db": "spark.sql('CREATE DATABASE IF NOT EXISTS sales')",
+        "db2": "spark.sql('CREATE DATABASE IF NOT EXISTS secret')",
+        "db3": "spark.sql('CREATE DATABASE IF NOT EXISTS scratch')",
+        "orders": "spark.range(4).withColumn('amount', F.col('id') * 10)"
+                  ".write.saveAsTable('sales.orders')",
+        "payroll": "spark.sql(\"CREATE TABLE secret.payroll USING DELTA AS SELECT 'ann' AS "
+                   "name, 100 AS pay\")",
+        # An admin may run client code (this server does not refuse it to admins).
+        "udf": "spark.range(3).select(F.udf(lambda x: x * 2, 'long')('id')).collect()",
+        "read": "spark.table('secret.payroll')"})
+    assert all(outcome == "ok" for outcome, _ in setup.values()), setup
+    assert setup["udf"][1] == [[0], [2], [4]]
+
+    outside = work / "outside.txt"
+    outside.write_text("not for ann\n")
+    seen = _probe(port, tokens["ann"], {
+        "windowed": "spark.sql('SELECT COUNT(*) AS n FROM sales.orders "
+                    "WINDOW TUMBLING COUNT(2)')",
+        "append": "spark.createDataFrame([(9, 90)], 'id long, amount long')"
+                  ".write.mode('append').saveAsTable('sales.orders')",
+        "mine": "spark.range(2).write.saveAsTable('scratch.mine')",
+        "owner": "[r for r in spark.sql('DESCRIBE TABLE EXTENDED scratch.mine').collect() "
+                 "if r[0] == 'Owner']",
+        "secret_sql": "spark.sql('SELECT * FROM secret.payroll')",
+        "secret_df": "spark.table('secret.payroll')",
+        "join": "spark.table('sales.orders').join(spark.table('secret.payroll'))",
+        "overwrite": "spark.range(1).write.mode('overwrite').saveAsTable('sales.orders')",
+        "jvm": "spark.sql(\"SELECT java_method('java.lang.System', 'exit', 3)\")",
+        "jvm_df": "spark.range(1).select(F.expr(\"reflect('java.lang.System', 'getenv', "
+                  "'HOME')\"))",
+        "file": f"spark.read.text({str(outside)!r})",
+        "udf": "spark.range(3).select(F.udf(lambda x: x * 2, 'long')('id'))",
+        "set_sql": "spark.sql('SET spark.sql.warehouse.dir=/tmp')",
+        "set_api": "spark.conf.set('spark.sql.warehouse.dir', '/tmp')",
+        "set_allowed": "spark.conf.set('spark.sql.session.timeZone', 'UTC') or "
+                       "spark.conf.get('spark.sql.session.timeZone')",
+        "list_tables": "spark.catalog.listTables('secret')",
+        "show_tables": "spark.sql('SHOW TABLES IN secret')",
+        "after": "spark.sql('SELECT 1')"})
+    assert seen["windowed"] == ["ok", [[2], [2]]], seen["windowed"]
+    assert seen["append"][0] == "ok" and seen["mine"][0] == "ok", seen
+    assert seen["owner"] == ["ok", [["Owner", "ann", ""]]], seen["owner"]
+    for name in ("secret_sql", "secret_df", "join"):
+        _refused(seen, name, "access rule 'tables' for user 'ann'", "secret.payroll")
+    _refused(seen, "overwrite", "access rule 'tables'", "sales.orders")
+    _refused(seen, "jvm", "access rule 'jvm' for user 'ann'")
+    _refused(seen, "jvm_df", "access rule 'jvm' for user 'ann'")
+    _refused(seen, "file", "access rule 'paths' for user 'ann'")
+    _refused(seen, "udf", "access rule 'code' for user 'ann'")
+    _refused(seen, "set_sql", "access rule 'settings' for user 'ann'")
+    _refused(seen, "set_api", "access rule 'settings' for user 'ann'", "spark.sql.warehouse.dir")
+    assert seen["set_allowed"] == ["ok", "UTC"]
+    _refused(seen, "list_tables", "access rule 'tables' for user 'ann'")
+    assert seen["show_tables"] == ["ok", []]
+    assert seen["after"] == ["ok", [[1]]]
+
+    # Who a client is comes from its token: with ann's token, a client that claims to be root
+    # is ann (and pyspark's default user_id, the operating system's user, is no claim).
+    claimed = _probe(port, tokens["ann"], {"secret": "spark.table('secret.payroll')",
+                                           "mine": "spark.table('scratch.mine').count()"},
+                     user_id="root")
+    _refused(claimed, "secret", "access rule 'tables' for user 'ann'")
+    assert claimed["mine"] == ["ok", 2], claimed
+    unknown = _probe(port, "not-a-token", {"one": "spark.sql('SELECT 1')"})
+    _refused(unknown, "one", "token is not one of the server's")
+    after = _probe(port, tokens["root"], {
+        "payroll": "spark.table('secret.payroll')",
+        "orders": "spark.sql('SELECT COUNT(*), SUM(amount) FROM sales.orders')"})
+    assert after == {"payroll": ["ok", [["ann", 100]]], "orders": ["ok", [[5, 150]]]}, after
+
+
+def test_no_client_udfs_refuses_client_code_to_admins_too(tmp_path):
+    port = free_port()
+    with open(tmp_path / "server.log", "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "sql_ext.cli", "connect-server", "--port", str(port),
+             "--warehouse", str(tmp_path / "warehouse"), "--no-client-udfs"],
+            stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path, start_new_session=True)
+    try:
+        wait_for_port("127.0.0.1", port, timeout=180)
+        seen = _probe(port, "unused", {
+            "udf": "spark.range(3).select(F.udf(lambda x: x * 2, 'long')('id'))",
+            "windowed": "spark.sql('SELECT COUNT(*) AS n FROM range(4) "
+                        "WINDOW TUMBLING COUNT(2)')"})
+        _refused(seen, "udf", "runs no client code", "--no-client-udfs")
+        assert seen["windowed"] == ["ok", [[2], [2]]], seen
+    finally:
+        _kill(process, port)
