@@ -13,6 +13,11 @@ package io.sqlext
  * the ones the rules give the user.
  * Admins, and a server without sign-in (whose one user is its operator), are not checked.
  *
- * May import: Spark, the Hive service classes of Spark's Thrift server and Thrift's.
+ * Spark Connect's clients are told apart by their tokens (`ConnectGuard`, Connect's gRPC
+ * interceptor), which also refuses what never reaches a plan: settings through the config API,
+ * client code, the catalog API's listings.
+ *
+ * May import: Spark, the Hive service classes of Spark's Thrift server and Thrift's, Spark
+ * Connect's protocol and its (shaded) gRPC.
  */
 package object access
