@@ -22,7 +22,8 @@ RULES = {"tables": [
     {"user": "ann", "database": "sales", "privileges": ["SELECT", "INSERT"]},
     {"user": "ann", "database": "scratch", "privileges": ["OWNERSHIP"]}]}
 
-pytestmark = pytest.mark.xdist_group("connect_access")
+# Two servers of their own, a minute or more each: started early, on one worker.
+pytestmark = [pytest.mark.xdist_group("connect_access"), pytest.mark.heavy]
 
 
 def _cli(*args, **kwargs):
