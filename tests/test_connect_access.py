@@ -102,6 +102,14 @@ def test_a_connect_user_is_their_token_and_keeps_to_the_checks(server):
         "secret_sql": "spark.sql('SELECT * FROM secret.payroll')",
         "secret_df": "spark.table('secret.payroll')",
         "join": "spark.table('sales.orders').join(spark.table('secret.payroll'))",
+        # The same table reached by other routes: a statement's text run by another, a CTE,
+        # a name computed by IDENTIFIER(), a SQL table function of the session.
+        "immediate": "spark.sql(\"EXECUTE IMMEDIATE 'SELECT * FROM secret.payroll'\")",
+        "immediate_drop": "spark.sql(\"EXECUTE IMMEDIATE 'DROP TABLE secret.payroll'\")",
+        "cte": "spark.sql('WITH s AS (SELECT * FROM secret.payroll) SELECT * FROM s')",
+        "identifier": "spark.sql(\"SELECT * FROM IDENTIFIER('secret.' || 'payroll')\")",
+        "function": "spark.sql('CREATE TEMPORARY FUNCTION f() RETURNS TABLE (pay INT) RETURN "
+                    "SELECT pay FROM secret.payroll') or spark.sql('SELECT * FROM f()')",
         "overwrite": "spark.range(1).write.mode('overwrite').saveAsTable('sales.orders')",
         "jvm": "spark.sql(\"SELECT java_method('java.lang.System', 'exit', 3)\")",
         "jvm_df": "spark.range(1).select(F.expr(\"reflect('java.lang.System', 'getenv', "
@@ -118,7 +126,8 @@ def test_a_connect_user_is_their_token_and_keeps_to_the_checks(server):
     assert seen["windowed"] == ["ok", [[2], [2]]], seen["windowed"]
     assert seen["append"][0] == "ok" and seen["mine"][0] == "ok", seen
     assert seen["owner"] == ["ok", [["Owner", "ann", ""]]], seen["owner"]
-    for name in ("secret_sql", "secret_df", "join"):
+    for name in ("secret_sql", "secret_df", "join", "immediate", "immediate_drop", "cte",
+                 "identifier", "function"):
         _refused(seen, name, "access rule 'tables' for user 'ann'", "secret.payroll")
     _refused(seen, "overwrite", "access rule 'tables'", "sales.orders")
     _refused(seen, "jvm", "access rule 'jvm' for user 'ann'")
