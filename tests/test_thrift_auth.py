@@ -522,3 +522,29 @@ def test_the_rules_file_is_read_again_when_it_changes(secured_server, sales):
         rewrite(json.dumps(RULES))
     assert _run(bob, "SELECT COUNT(*) FROM sales.customers") == [(1,)]
     _refused(bob, "SELECT * FROM secret.payroll", "tables", "bob")
+
+
+def test_dbt_through_the_server_keeps_to_the_rules(secured, sales, tmp_path, monkeypatch):
+    """dbt-spark (method thrift) signed in as bob: its queries pass the same checks."""
+    from dbt.cli.main import dbtRunner
+    from test_dbt import _messages, _project
+
+    project = _project(tmp_path, secured, monkeypatch, schema="sales")
+    profiles = project / "profiles.yml"
+    profiles.write_text(profiles.read_text().replace(
+        "      connect_retries: 3\n",
+        "      connect_retries: 3\n      user: bob\n      password: other\n      auth: CUSTOM\n", 1))
+
+    def dbt(*args):
+        return dbtRunner().invoke([*args, "--project-dir", str(project), "--profiles-dir",
+                                   str(project), "--target", "thrift"])
+
+    assert dbt("deps").success
+    shown = dbt("show", "--inline", "SELECT COUNT(*) AS n FROM sales.customers",
+                "--output", "json")
+    assert shown.success, _messages(shown)
+    assert [tuple(row) for row in shown.result.results[0].agate_table.rows] == [(1,)]
+    refused = dbt("show", "--inline", "SELECT * FROM secret.payroll", "--output", "json")
+    assert not refused.success
+    assert "access rule 'tables' for user 'bob'" in _messages(refused), _messages(refused)
+    _sales_unchanged(sales)
