@@ -86,13 +86,8 @@ def _print_ui(spark) -> None:
 
 def connect_server(args) -> int:
     from sql_ext.server import access, auth, monitoring, sharing
-    from sql_ext.server.connect import (
-        TOKEN_ENV,
-        connect_conf,
-        guard,
-        start_connect_server,
-        token_of,
-    )
+    from sql_ext.server.connect import (TOKEN_ENV, connect_conf, guard, start_connect_server,
+                                        token_of)
     from sql_ext.session import session
 
     auth.check_bind(args.host, args.auth, args.insecure_no_auth, "sql-ext connect-server",

@@ -342,10 +342,7 @@ def enforce_access(spark: SparkSession, admins: list[str], roots: list[str],
     table without one). An invalid rules file raises ValueError naming the problem."""
     jvm = spark.sparkContext._jvm
     if rules is not None:
-        try:
-            _object(spark, ACCESS_RULES).use(rules)
-        except Py4JJavaError as error:  # the JVM's IllegalArgumentException: what is wrong
-            raise ValueError(error.java_exception.getMessage()) from None
+        _configured(lambda: _object(spark, ACCESS_RULES).use(rules))
     _object(spark, ACCESS_POLICY).enforce(jvm.java.util.ArrayList(admins),
                                           jvm.java.util.ArrayList(roots))
 
@@ -398,11 +395,17 @@ def sessions_for_functions() -> list:
 def guard_connect(spark: SparkSession, users: str | None, no_client_code: bool) -> None:
     """io.sqlext.access.ConnectGuard's setup (before the Connect service starts), and Connect's
     sessions' users known to the access checks (SessionUsers)."""
-    try:
-        _object(spark, CONNECT_GUARD).configure(users, no_client_code)
-    except Py4JJavaError as error:  # the JVM's IllegalArgumentException: what is wrong
-        raise ValueError(error.java_exception.getMessage()) from None
+    _configured(lambda: _object(spark, CONNECT_GUARD).configure(users, no_client_code))
     _object(spark, SESSION_USERS).registerConnect()
+
+
+def _configured(configure) -> None:
+    """Runs `configure`, a JVM call that reads a file the operator wrote; the JVM's
+    IllegalArgumentException (what is wrong with the file) as a ValueError."""
+    try:
+        configure()
+    except Py4JJavaError as error:
+        raise ValueError(error.java_exception.getMessage()) from None
 
 
 def start_connect_server(spark: SparkSession) -> None:

@@ -28,21 +28,33 @@ ITERATIONS = 200_000
 
 def hash_line(user: str, password: str, iterations: int = ITERATIONS) -> str:
     """The password file's line for `user`: user:pbkdf2_sha256:iterations:salt:hash."""
-    if not user or ":" in user or "\n" in user:
-        raise ValueError(f"a user name must be non-empty, without ':' or newlines: {user!r}")
+    check_user_name(user)
     salt = secrets.token_bytes(16)
     digest = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations, 32)
     encode = base64.b64encode
     return f"{user}:pbkdf2_sha256:{iterations}:{encode(salt).decode()}:{encode(digest).decode()}"
 
 
+def check_user_name(user: str) -> None:
+    """A user name of a `user:...` file line (the password file, the Connect token file)."""
+    if not user or ":" in user or "\n" in user:
+        raise ValueError(f"a user name must be non-empty, without ':' or newlines: {user!r}")
+
+
+def set_user_line(path: str | Path, user: str, line: str) -> None:
+    """Makes `line` the line of `user` in a file of `user:...` lines (added, or replacing
+    theirs); the file is kept 0600, from before anything is written to it."""
+    path = Path(path)
+    kept = [old for old in (path.read_text().splitlines() if path.exists() else [])
+            if old.split(":", 1)[0] != user]
+    path.touch(mode=0o600)
+    os.chmod(path, 0o600)
+    path.write_text("\n".join(kept + [line]) + "\n")
+
+
 def set_password(path: str | Path, user: str, password: str) -> None:
     """Adds `user` to the password file, or replaces their password; the file is kept 0600."""
-    path = Path(path)
-    kept = [line for line in (path.read_text().splitlines() if path.exists() else [])
-            if line.split(":", 1)[0] != user]
-    path.write_text("\n".join(kept + [hash_line(user, password)]) + "\n")
-    os.chmod(path, 0o600)
+    set_user_line(path, user, hash_line(user, password))
 
 
 def is_loopback(host: str) -> bool:

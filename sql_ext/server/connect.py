@@ -25,15 +25,13 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from sql_ext import jvm
+from sql_ext.server.auth import check_user_name, set_user_line
 from sql_ext.server.thrift import wait_for_port
 
 log = logging.getLogger("sql_ext")
 
 TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"  # Spark's own: the server and pyspark read it
 DEFAULT_PORT = 15002
-
-
-GUARD = "io.sqlext.access.ConnectGuard"
 
 
 def connect_conf(host: str, port: int, token: str | None,
@@ -49,23 +47,18 @@ def connect_conf(host: str, port: int, token: str | None,
     if token:
         conf["spark.connect.authenticate.token"] = token
     if guarded:
-        conf["spark.connect.grpc.interceptor.classes"] = GUARD
+        conf["spark.connect.grpc.interceptor.classes"] = jvm.CONNECT_GUARD
     return conf
 
 
 def add_token(path: str | Path, user: str) -> str:
     """A new token for `user` in the token file (replacing theirs), kept as its SHA-256 so that
     the file gives nobody a token; the file is kept 0600. Returns the token (shown once)."""
-    if not user or ":" in user or user != user.strip():
-        raise ValueError(f"a user name without ':' or surrounding spaces, not {user!r}")
-    path = Path(path)
+    check_user_name(user)
+    if user != user.strip():  # the server reads each line without its surrounding spaces
+        raise ValueError(f"a user name must not start or end with spaces: {user!r}")
     token = secrets.token_urlsafe(32)
-    kept = [line for line in (path.read_text().splitlines() if path.exists() else [])
-            if line.split(":", 1)[0] != user]
-    digest = hashlib.sha256(token.encode()).hexdigest()
-    path.touch(mode=0o600)
-    os.chmod(path, 0o600)
-    path.write_text("\n".join(kept + [f"{user}:sha256:{digest}"]) + "\n")
+    set_user_line(path, user, f"{user}:sha256:{hashlib.sha256(token.encode()).hexdigest()}")
     return token
 
 

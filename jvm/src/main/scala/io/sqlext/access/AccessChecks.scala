@@ -25,17 +25,15 @@ import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
  */
 case class AccessChecks(session: SparkSession) extends (LogicalPlan => Unit) {
 
-  override def apply(plan: LogicalPlan): Unit = {
-    // What the statement creates is owned by its user: Spark's Thrift server says who that is
-    // to the thread that runs a statement (CurrentUserContext, the owner Spark records for a
-    // new table); Spark Connect does not, so a known user is said here, as the statement is
-    // analysed on that thread.
-    if (AccessPolicy.enforced) {
-      SessionUsers.userOf(session).filter(_.nonEmpty)
-        .foreach(org.apache.spark.sql.catalyst.CurrentUserContext.CURRENT_USER.set)
+  override def apply(plan: LogicalPlan): Unit =
+    if (AccessPolicy.enforced) SessionUsers.userOf(session).foreach { user =>
+      // What the statement creates is owned by its user: Spark's Thrift server says who that
+      // is to the thread that runs a statement (CurrentUserContext, the owner Spark records for
+      // a new table); Spark Connect does not, so a known user is said here, as the statement
+      // is analysed on that thread.
+      if (user.nonEmpty) org.apache.spark.sql.catalyst.CurrentUserContext.CURRENT_USER.set(user)
+      if (AccessPolicy.checks(user)) check(plan, user)
     }
-    AccessChecks.checkedUser(session).foreach(check(plan, _))
-  }
 
   private def check(plan: LogicalPlan, user: String): Unit = {
     def refuse(rule: String, what: String): Nothing =
@@ -112,21 +110,20 @@ object AccessChecks {
    *  and `privilege` on the table `name` (as SQL names it), the refusal's message or null. */
   def tableRefusal(session: SparkSession, privilege: String, name: String): String = {
     val id = session.sessionState.sqlParser.parseTableIdentifier(name)
-    val db = id.database.getOrElse(session.catalog.currentDatabase).toLowerCase
+    val db = id.database.getOrElse(session.catalog.currentDatabase)
     checkedUser(session).flatMap { user =>
-      AccessRules.refusal(user, privilege, db, Some(id.table.toLowerCase))
+      AccessRules.refusal(user, privilege, db, Some(id.table))
         .map(message(user, "tables", _))
     }.orNull
   }
 
   /** Whether `session`'s user may read `database`.`table` (SHOW STREAMS lists only those). */
   def readable(session: SparkSession, database: String, table: String): Boolean =
-    checkedUser(session).forall(user =>
-      AccessRules.refusal(user, "SELECT", database.toLowerCase, Some(table.toLowerCase)).isEmpty)
+    checkedUser(session).forall(AccessRules.readable(_, database, table))
 
   /** A reflective read of the member `name` of `target` (plan classes that are private to
    *  Spark or Hive, or differ between versions), None where it has none. */
-  private def member(target: AnyRef, name: String): Option[Any] =
+  private[access] def member(target: Any, name: String): Option[Any] =
     scala.util.Try(target.getClass.getMethod(name).invoke(target)).toOption
 
   private val JvmCalls = Set("reflect", "java_method", "try_reflect")
@@ -217,8 +214,8 @@ object AccessChecks {
     case r: org.apache.spark.sql.catalyst.analysis.ResolvedTable
         if r.identifier.namespace.length == 1 && isFileFormat(r.identifier.namespace.head) =>
       Some("a table named by its path" -> r.identifier.name)
-    case delta: AnyRef if Set("DeltaTableV2", "CloneDeltaSource")(
-        delta.getClass.getSimpleName) && member(delta, "catalogTable").contains(None) =>
+    case delta: AnyRef if TableAccess.DeltaTables(delta.getClass.getSimpleName) &&
+        member(delta, "catalogTable").contains(None) =>
       (member(delta, "path") ++ member(delta, "dataPath")).headOption
         .map("a table named by its path" -> _.toString)
     case _ => None

@@ -48,32 +48,33 @@ object AccessRules {
   private[access] final case class Rules(admins: Set[String],
       groups: Map[String, Set[String]], tables: Seq[Rule])
 
-  /** A version of the file: when it was read, and what it said (or why it is invalid). */
-  private final case class Version(stamp: (Long, Long), rules: Either[String, Rules],
-      lastValid: Rules)
-
-  @volatile private var source: Option[(Path, Version)] = None
+  @volatile private var source: Option[WatchedFile[Rules]] = None
 
   /** Checks table access by the rules in `file` from now on; an error naming the problem
    *  where the file is invalid. */
-  def use(file: String): Unit = synchronized {
-    val path = Paths.get(file).toAbsolutePath
-    val rules = read(path).fold(e => throw new IllegalArgumentException(e), identity)
-    source = Some((path, Version(stamp(path), Right(rules), rules)))
-  }
+  def use(file: String): Unit = source = Some(WatchedFile(Paths.get(file).toAbsolutePath, read))
 
   /** Whether table access is checked (a rules file is in use). */
   def configured: Boolean = source.isDefined
 
   /** The admins the file names (of its last valid version). */
-  def admins: Set[String] = current.map(_.lastValid.admins).getOrElse(Set.empty)
+  def admins: Set[String] = source.map(_.lastValid.admins).getOrElse(Set.empty)
+
+  /** Whether `user` may read `database`.`table` (or there are no rules). */
+  def readable(user: String, database: String, table: String): Boolean =
+    refusal(user, "SELECT", database, Some(table)).isEmpty
 
   /** Why `user` may not use `privilege` on `database`.`table` (None: the whole database), if
-   *  not: None where the rules allow it or there are no rules. */
-  def refusal(user: String, privilege: String, database: String,
-      table: Option[String]): Option[String] = current.flatMap { version =>
-    version.rules match {
-      case Left(problem) => Some(problem)
+   *  not: None where the rules allow it or there are no rules. Names are matched without
+   *  regard to case and named as the catalog spells them (lower case). */
+  def refusal(user: String, privilege: String, db: String,
+      tableName: Option[String]): Option[String] = source.flatMap { file =>
+    val database = db.toLowerCase
+    val table = tableName.map(_.toLowerCase)
+    file.current match {
+      case Left(problem) =>
+        Some(s"the server's access rules file is invalid since it changed ($problem); until " +
+          "an admin fixes it, every table is refused to users who are not admins")
       case Right(rules) =>
         val target = table.fold(s"database $database")(t => s"$database.$t")
         val rule = rules.tables.find(applies(rules, _, user, database, table))
@@ -96,27 +97,6 @@ object AccessRules {
         case None => rule.table.forall(_.pattern == ".*")
       })
   }
-
-  /** The rules, read again first where the file changed since. */
-  private def current: Option[Version] = source.map { case (path, version) =>
-    val now = stamp(path)
-    if (now == version.stamp) version
-    else synchronized {
-      val latest = source.get._2
-      if (latest.stamp == now) latest else {
-        val rules = read(path).left.map(problem =>
-          s"the server's access rules file is invalid since it changed ($problem); until an " +
-            "admin fixes it, every table is refused to users who are not admins")
-        val next = Version(now, rules, rules.getOrElse(latest.lastValid))
-        source = Some((path, next))
-        next
-      }
-    }
-  }
-
-  private def stamp(path: Path): (Long, Long) =
-    try (Files.getLastModifiedTime(path).toMillis, Files.size(path))
-    catch { case NonFatal(_) => (-1L, -1L) }
 
   private val Mapper = new ObjectMapper()
 

@@ -63,42 +63,30 @@ object ConnectGuard {
   private val Authorization =
     Metadata.Key.of("Authorization", Metadata.ASCII_STRING_MARSHALLER)
 
-  private final case class Setup(tokens: Option[Path], noClientCode: Boolean)
+  private final case class Setup(tokens: Option[WatchedFile[Map[String, String]]],
+      noClientCode: Boolean)
   @volatile private var setup: Option[Setup] = None
-  @volatile private var users: ((Long, Long), Map[String, String]) = ((-2L, -2L), Map.empty)
 
   /** Set by the server's launcher before the service starts: the token file (null: clients
    *  are not told apart, Spark's single token or none checks them), and whether client code is
    *  refused to every user. An invalid file is an error naming its line. */
-  def configure(tokens: String, noClientCode: Boolean): Unit = synchronized {
-    val path = Option(tokens).map(Paths.get(_).toAbsolutePath)
-    path.foreach { p =>
-      users = (stamp(p), read(p).fold(e => throw new IllegalArgumentException(e), identity))
-    }
-    setup = Some(Setup(path, noClientCode))
-  }
+  def configure(tokens: String, noClientCode: Boolean): Unit =
+    setup = Some(Setup(Option(tokens).map(t => WatchedFile(Paths.get(t).toAbsolutePath, read)),
+      noClientCode))
 
   /** Whether clients are told apart by their tokens. */
   def identifies: Boolean = setup.exists(_.tokens.isDefined)
 
-  /** The user whose token `bearer` is, read from the token file (again if it changed); ""
-   *  for every client of a server that does not tell them apart; None for no user. */
+  /** The user whose token `bearer` is, read from the token file (again if it changed; an
+   *  invalid change keeps no token valid until it is fixed); "" for every client of a server
+   *  that does not tell them apart; None for no user. */
   private def userOf(bearer: Option[String]): Option[String] = setup.flatMap { s =>
     s.tokens match {
       case None => Some("")
       case Some(file) =>
-        val now = stamp(file)
-        if (now != users._1) synchronized {
-          // An invalid change keeps no token valid until it is fixed (fail closed).
-          users = (now, read(file).getOrElse(Map.empty))
-        }
-        bearer.flatMap(token => users._2.get(sha256(token)))
+        bearer.flatMap(token => file.current.getOrElse(Map.empty).get(sha256(token)))
     }
   }
-
-  private def stamp(path: Path): (Long, Long) =
-    try (Files.getLastModifiedTime(path).toMillis, Files.size(path))
-    catch { case NonFatal(_) => (-1L, -1L) }
 
   /** The file's users by their tokens' hashes, or what is wrong with it. */
   private[access] def read(path: Path): Either[String, Map[String, String]] =

@@ -37,8 +37,7 @@ case class HideUnreadableTables(session: SparkSession) extends Rule[LogicalPlan]
       case (Some(db), Some(dbColumn), Some(tableColumn)) =>
         val hidden = session.sessionState.catalog.listTables(db)
           .filter(_.database.isDefined)  // temporary views have none: the session's own
-          .filter(t => AccessRules.refusal(user, "SELECT", db.toLowerCase,
-            Some(t.table.toLowerCase)).isDefined)
+          .filterNot(t => AccessRules.readable(user, db, t.table))
         if (hidden.isEmpty) show
         else {
           val any: Expression = hidden.map { t =>

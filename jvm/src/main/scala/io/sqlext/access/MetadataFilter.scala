@@ -62,10 +62,8 @@ private[access] object MetadataFilter {
 
   /** A row of a session's temporary view (no database) stays: it is the session's own. */
   private def readable(user: String, database: Any, table: Any): Boolean =
-    Option(database).map(_.toString).filter(_.nonEmpty).forall { db =>
-      AccessRules.refusal(user, "SELECT", db.toLowerCase, Some(String.valueOf(table).toLowerCase))
-        .isEmpty
-    }
+    Option(database).map(_.toString).filter(_.nonEmpty)
+      .forall(AccessRules.readable(user, _, String.valueOf(table)))
 
   class GuardedGetTables extends TCLIService.Processor.GetTables[TCLIService.Iface] {
     override def getResult(iface: TCLIService.Iface,

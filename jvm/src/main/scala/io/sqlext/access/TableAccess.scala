@@ -27,6 +27,8 @@ import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
  * Temporary views are the session's own: they need nothing, what they read does.
  */
 object TableAccess {
+  import AccessChecks.member
+
   /** `privilege` on `database`.`table` (None: the database as a whole). */
   final case class Need(privilege: String, database: String, table: Option[String])
 
@@ -186,7 +188,7 @@ object TableAccess {
 
   /** Delta's own table objects in its commands (RESTORE, DESCRIBE HISTORY, a clone's source):
    *  a catalog's table where their `catalogTable` is one. */
-  private val DeltaTables = Set("DeltaTableV2", "CloneDeltaSource")
+  private[access] val DeltaTables = Set("DeltaTableV2", "CloneDeltaSource")
 
   private def namespace(node: LogicalPlan): Option[String] =
     node.children.collectFirst {
@@ -201,7 +203,4 @@ object TableAccess {
   private def catalogTable(id: Identifier): Option[(String, String)] =
     if (id.namespace.length != 1 || AccessChecks.isFileFormat(id.namespace.head)) None
     else Some((id.namespace.head.toLowerCase, id.name.toLowerCase))
-
-  private def member(target: Any, name: String): Option[Any] =
-    scala.util.Try(target.getClass.getMethod(name).invoke(target)).toOption
 }
