@@ -98,8 +98,10 @@ def session(
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.showConsoleProgress", "false")
-        # Delta's snapshot state defaults to 50 partitions: far too many for local[2].
-        .config("spark.databricks.delta.snapshotPartitions", "2")
+        # Delta's snapshot state (one row per data file) defaults to 50 partitions. Each is a
+        # task whose setup (generated projections of Delta's action schema) costs more than
+        # its rows: a statement over a small table runs several such jobs (docs/benchmarks.md).
+        .config("spark.databricks.delta.snapshotPartitions", "1")
     )
     for key, value in {**catalog_conf(warehouse, metastore), **(conf or {})}.items():
         builder = builder.config(key, value)

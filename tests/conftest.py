@@ -102,9 +102,15 @@ def spark(tmp_path_factory):
     if os.environ.get("SQL_EXT_TEST_SESSION_ARGS"):
         os.environ["PYSPARK_SUBMIT_ARGS"] = os.environ["SQL_EXT_TEST_SESSION_ARGS"]
     try:
-        session = sql_ext.session(warehouse=warehouse,
-                                  conf={"spark.sql.shuffle.partitions": "2",
-                                        "spark.driver.memory": "2g"})
+        session = sql_ext.session(warehouse=warehouse, conf={
+            "spark.sql.shuffle.partitions": "2", "spark.driver.memory": "2g",
+            # Interpreted, not generated code: the tests' inputs are a few rows, where
+            # compiling each new plan's Java (Janino, then the JIT) costs more than it saves
+            # (15-17 % of a streaming module's time). The generated paths stay checked: every
+            # server and driver the tests start runs Spark's defaults, and the JVM suite holds
+            # each sql-ext expression with code of its own to both modes (CodegenModesSuite).
+            "spark.sql.codegen.wholeStage": "false",
+            "spark.sql.codegen.factoryMode": "NO_CODEGEN"})
     finally:
         if started_args is not None:
             os.environ["PYSPARK_SUBMIT_ARGS"] = started_args
