@@ -2,7 +2,8 @@
 transpile SQL, run dbt in a sql-ext session.
 
 The top layer: it may import every other. Each command imports what it runs when it runs, so
-that `sql-ext transpile` and `sql-ext passwd` start without loading pyspark.
+that `sql-ext transpile` and `--version` run where pyspark is not installed
+(tests/test_grammar_alone.py).
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ import threading
 from sql_ext import jars
 from sql_ext.sql.errors import WindowSqlError
 from sql_ext.sql.transpile import transpile as transpile_sql
+from sql_ext.version import __version__
 
 MASTER_HELP = ("Spark's master URL (default local[2]); on a cluster also set SPARK_LOCAL_IP "
                "and PYSPARK_PYTHON for it")
+WAREHOUSE_HELP = ("the Delta warehouse folder, with the embedded catalog in it (default: "
+                  "SQL_EXT_WAREHOUSE, else ./spark-warehouse)")
 METASTORE_HELP = ("an external catalog: a JDBC URL or thrift://host:port (default: the "
                   "embedded one in the warehouse; also SQL_EXT_METASTORE)")
 
@@ -270,9 +274,11 @@ def transpile(args) -> int:
 
 def _server_options(command, port: int, udaf_users: str) -> None:
     """The options the Thrift and Connect servers share."""
-    command.add_argument("--host", default="127.0.0.1")
-    command.add_argument("--port", type=int, default=port)
-    command.add_argument("--warehouse", default=None)
+    command.add_argument("--host", default="127.0.0.1",
+                         help="the address to listen on (default 127.0.0.1: this machine only)")
+    command.add_argument("--port", type=int, default=port,
+                         help=f"the port to listen on (default {port})")
+    command.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
     command.add_argument("--metastore", default=None, help=METASTORE_HELP)
     command.add_argument("--master", default="local[2]", help=MASTER_HELP)
     command.add_argument("--no-resume", dest="resume", action="store_false",
@@ -286,13 +292,13 @@ def _server_options(command, port: int, udaf_users: str) -> None:
                               "metrics (/metrics/prometheus/) on this port")
 
 
-def main(argv=None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("py4j").setLevel(logging.WARNING)
+def build_parser() -> argparse.ArgumentParser:
+    """The `sql-ext` command line: every command and flag, each with its help text."""
     parser = argparse.ArgumentParser(prog="sql-ext", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"sql-ext {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     examples = commands.add_parser("run-examples", help="run the seed examples into Delta tables")
-    examples.add_argument("--warehouse", default=None, help="Delta warehouse folder")
+    examples.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
     examples.add_argument("--metastore", default=None, help=METASTORE_HELP)
     examples.add_argument("--master", default="local[2]", help=MASTER_HELP)
     examples.set_defaults(run=run_examples)
@@ -352,15 +358,15 @@ def main(argv=None) -> int:
     connect.set_defaults(run=connect_server)
     tokens = commands.add_parser("connect-token", help="give a user a new Spark Connect token "
                                                        "(connect-server --users FILE)")
-    tokens.add_argument("file")
-    tokens.add_argument("user")
+    tokens.add_argument("file", help="the token file (created if missing; kept at mode 0600)")
+    tokens.add_argument("user", help="the user the token signs in")
     tokens.set_defaults(run=connect_token)
     flows = commands.add_parser(
         "pipelines", help="run spark-pipelines (Declarative Pipelines) with sql-ext's SQL",
         description="Spark's pipelines CLI against a sql-ext Spark Connect server started "
                     "for the run: sql-ext pipelines run --spec examples/pipelines/"
                     "spark-pipeline.yml (the arguments after the options go to spark-pipelines)")
-    flows.add_argument("--warehouse", default=None)
+    flows.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
     flows.add_argument("--metastore", default=None, help=METASTORE_HELP)
     flows.add_argument("--master", default="local[2]", help=MASTER_HELP)
     flows.add_argument("--udafs", default=None, metavar="MODULE[,MODULE]",
@@ -370,8 +376,8 @@ def main(argv=None) -> int:
     flows.set_defaults(run=pipelines)
     users = commands.add_parser("passwd", help="add a user to a password file, or change "
                                                "their password")
-    users.add_argument("file")
-    users.add_argument("user")
+    users.add_argument("file", help="the password file (created if missing; kept at mode 0600)")
+    users.add_argument("user", help="the user to add or change")
     users.add_argument("--password-stdin", action="store_true",
                        help="read the password from standard input (one line)")
     users.set_defaults(run=passwd)
@@ -379,7 +385,7 @@ def main(argv=None) -> int:
         "dbt", help="run dbt (method: session profiles) in a sql-ext session",
         description="Runs dbt in this process on sql-ext's session: sql-ext dbt run "
                     "--project-dir examples/dbt (the arguments after the options go to dbt)")
-    runner.add_argument("--warehouse", default=None)
+    runner.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
     runner.add_argument("--metastore", default=None, help=METASTORE_HELP)
     runner.add_argument("--udafs", default=None, metavar="MODULE[,MODULE]",
                         help="modules of @sql_ext.udaf functions for dbt's SQL")
@@ -396,7 +402,13 @@ def main(argv=None) -> int:
     show = commands.add_parser("transpile", help="print the plain Spark SQL of windowed SQL")
     show.add_argument("sql", help="the statement, or - for standard input")
     show.set_defaults(run=transpile)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    args = build_parser().parse_args(argv)
     return args.run(args)
 
 

@@ -4,7 +4,6 @@ standalone cluster on 127.0.0.1 whose executors run a Python without sql_ext. Th
 is tests/deploy_job.py; its results must equal a pure-Python model of the windows (and plain
 Spark's GROUP BY in the same run)."""
 
-import importlib.metadata
 import json
 import os
 import shutil
@@ -18,6 +17,7 @@ import pytest
 from pyhive import hive
 
 from sql_ext.server.thrift import free_port, wait_for_port
+from venvs import linked_venv
 
 ROOT = Path(__file__).resolve().parents[1]
 JOB = Path(__file__).resolve().parent / "deploy_job.py"
@@ -79,41 +79,6 @@ def run_job(command: list, work: Path, env: dict, cwd: Path, *after: str) -> dic
     return json.loads(lines[-1][len("RESULT "):])
 
 
-def linked_venv(folder: Path, names=WORKER_PACKAGES, pip: bool = False) -> Path:
-    """A virtual environment holding the distributions `names` and what they require, linked
-    from this test run's own installation (the same versions pip would install, without
-    unpacking 450 MB of pyspark again); its Python."""
-    subprocess.run([sys.executable, "-m", "venv", *([] if pip else ["--without-pip"]),
-                    str(folder)], check=True)
-    python = folder / "bin" / "python"
-    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path("
-                                "'purelib'))"], capture_output=True, text=True,
-                               check=True).stdout.strip())
-    for dist in _with_requirements(names):
-        for top in {Path(str(f)).parts[0] for f in dist.files or ()} - {"..", "__pycache__"}:
-            target = Path(dist.locate_file(top))
-            if target.exists() and not (site / top).exists():
-                (site / top).symlink_to(target)
-    return python
-
-
-def _with_requirements(names) -> list:
-    """The distributions `names` and everything they require (no extras), installed here."""
-    from packaging.requirements import Requirement
-
-    found, todo = {}, list(names)
-    while todo:
-        dist = importlib.metadata.distribution(todo.pop())
-        if dist.metadata["Name"].lower() in found:
-            continue
-        found[dist.metadata["Name"].lower()] = dist
-        for line in dist.requires or ():
-            requirement = Requirement(line)
-            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
-                todo.append(requirement.name)
-    return list(found.values())
-
-
 def clean_env(**extra) -> dict:
     """This process's environment without its virtual environment or source folder."""
     env = {k: v for k, v in os.environ.items()
@@ -173,7 +138,7 @@ class StandaloneCluster:
 def worker_python(tmp_path_factory):
     """Executors' Python: pyspark and the Arrow UDF dependencies, the driver's own copies
     (linked into a virtual environment of their own), and no sql_ext."""
-    python = linked_venv(tmp_path_factory.mktemp("workers") / "venv")
+    python = linked_venv(tmp_path_factory.mktemp("workers") / "venv", WORKER_PACKAGES)
     lacks = subprocess.run([str(python), "-c", "import sql_ext"], capture_output=True)
     assert lacks.returncode != 0  # the executors cannot import sql_ext
     has = subprocess.run([str(python), "-c", "import pyspark, pyarrow, pandas, numpy"],
@@ -190,7 +155,7 @@ def installed_wheel(folder: Path) -> Path:
     assert wheels, "dev.sh wheel made no wheel"
     # pip resolves the wheel's requirements: the large ones are there already (linked), the
     # rest it installs.
-    python = linked_venv(folder, pip=True)
+    python = linked_venv(folder, WORKER_PACKAGES, pip=True)
     subprocess.run([str(python), "-m", "pip", "install", "-q", str(wheels[-1])], check=True,
                    timeout=900)
     return python
