@@ -78,6 +78,52 @@ SYNTAX_ERRORS = [
 ]
 
 
+# Misspelt window words: sql-ext's error with the nearest word, at the misspelling, through
+# transpile and spark.sql (not Spark's bare "Syntax error at or near 'WINDOW'").
+MISSPELLINGS = [
+    ("SELECT SUM(v) FROM readings WINDOW TUMBLNG COUNT(3)", "did you mean TUMBLING?", "TUMBLNG"),
+    ("SELECT SUM(v) FROM readings WINDOW SLIDNG COUNT(3) TRIGGER COUNT(1)",
+     "did you mean SLIDING?", "SLIDNG"),
+    ("SELECT SUM(v) FROM readings\nWINDOW TIME_INTERVALL(10) ON ts",
+     "did you mean TIME_INTERVAL?", "TIME_INTERVALL"),
+    ("SELECT SUM(v) FROM readings WINDW TUMBLING COUNT(3)", "did you mean WINDOW TUMBLING?",
+     "WINDW"),
+    ("SELECT SUM(v) FROM readings WINDOW SLIDING COUNT(3) TRIGER COUNT(1)",
+     "did you mean TRIGGER?", "TRIGER"),
+    ("SELECT SUM(v) FROM readings WINDOW TUMBLING CONT(3)",
+     "found CONT: did you mean COUNT?", "CONT"),
+    ("SELECT SUM(v) FROM readings WINDOW TUMBLING COUNT(3) OVR (PARTITION BY name)",
+     "did you mean OVER?", "OVR"),
+    ("SELECT SUM(v) FROM readings WINDOW TUMBLING COUNT(3) PARTITON EVICTION COUNT(2)",
+     "did you mean PARTITION?", "PARTITON"),
+    ("SELECT SUM(v) FROM readings WINDOW TUMBLING COUNT(3) PARTITION EVICTON COUNT(2)",
+     "did you mean EVICTION?", "EVICTON"),
+    ("SELECT SUM(v) FROM readings WINDOW TIME_INTERVAL(10) ON ts WATERMAK DELAY 5",
+     "did you mean WATERMARK?", "WATERMAK"),
+    ("SELECT SUM(v) FROM readings WINDOW TIME_INTERVAL(10) ON ts WATERMARK DELAYY 5",
+     "did you mean DELAY?", "DELAYY"),
+    ("SELECT SUM(v) FROM readings WINDOW TIME_INTERVAL(10) ON ts EMIT FINL",
+     "did you mean FINAL?", "FINL"),
+    ("SELECT PANE_STRAT() AS s, SUM(v) FROM readings WINDOW TIME_INTERVAL(10) ON ts",
+     "PANE_STRAT() is not a pane function: did you mean PANE_START()?", "PANE_STRAT"),
+]
+SYNTAX_ERRORS += MISSPELLINGS
+
+
+def test_text_that_is_not_a_window_clause_keeps_spark_s_own_meaning(spark, readings):
+    """Words far from every window keyword are not misspellings: a named window, Spark's
+    window() function, a function of any name with arguments."""
+    for sql in ("SELECT name, SUM(v) OVER w AS s FROM readings WINDOW w AS (PARTITION BY name)",
+                "SELECT name, SUM(v) OVER tumble AS s FROM readings "
+                "WINDOW tumble AS (PARTITION BY name)",
+                "SELECT window.start, COUNT(*) FROM readings GROUP BY window(ts, '5 seconds')"):
+        assert sql_ext.transpile(sql) == sql
+        assert spark.sql(sql).count() > 0
+    with pytest.raises(ParseException) as error:  # not ours at all: Spark's error, unchanged
+        spark.sql("SELEC 1")
+    assert "PARSE_SYNTAX_ERROR" in str(error.value) and "did you mean" not in str(error.value)
+
+
 def _position(sql, part):
     """1-based (line, column) of the first occurrence of `part`."""
     before = sql[:sql.index(part)]

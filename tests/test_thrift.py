@@ -32,6 +32,10 @@ def test_bad_window_is_a_clear_error_and_server_survives(jdbc):
         cursor = conn.cursor()
         with pytest.raises(Exception, match=r"COUNT\(0\): the count must be at least 1"):
             cursor.execute("SELECT SUM(cost) FROM thrift_orders WINDOW TUMBLING COUNT(0)")
+        # A misspelt window kind: sql-ext's suggestion, not Spark's bare syntax error.
+        with pytest.raises(Exception, match=r"TUMBLNG is not a window kind .*did you mean "
+                                            r"TUMBLING\?"):
+            cursor.execute("SELECT SUM(cost) FROM thrift_orders WINDOW TUMBLNG COUNT(3)")
         cursor.execute("SELECT COUNT(*) FROM thrift_orders")
         assert cursor.fetchall() == [(12,)]
 

@@ -30,10 +30,13 @@ from sqlglot.parsers.spark import SparkParser
 from sqlglot.tokens import TokenType
 
 from sql_ext.sql.errors import error_at
+from sql_ext.sql.spelling import WINDOW_KINDS, did_you_mean, misspelt_window, nearest
 
-WINDOW_KINDS = ("TUMBLING", "SLIDING", "TIME_INTERVAL")
 POLICIES = ("COUNT", "DELTA", "TIME", "PUNCT")
 EVICTIONS = ("AGE", "COUNT", "TUPLES")
+EMITS = ("INCOMPLETE", "EVICTED", "FINAL", "EARLY")
+# The words that may follow a window's policy or ON expression.
+CLAUSE_WORDS = ("TRIGGER", "OVER", "WATERMARK", "LATE", "PARTITION", "EMIT")
 
 
 class SplPolicy(exp.Expression):
@@ -110,6 +113,14 @@ class SqlExtParser(SparkParser):
     }
 
     _sx_event_time = False
+
+    def parse(self, raw_tokens, sql=None):
+        # A misspelt window word is reported before sqlglot's parser turns it into something
+        # else (an alias, a named window) or a bare syntax error.
+        misspelt = misspelt_window(raw_tokens)
+        if misspelt is not None:
+            raise misspelt
+        return super().parse(raw_tokens, sql)
 
     def _parse_window(self, this, alias=False):
         # TIME_INTERVAL(...) ON f(ts) OVER (...): the OVER is the SPL window's, not f's.
@@ -259,7 +270,9 @@ class SqlExtParser(SparkParser):
                 mode, arg = "BY", self._required(self._parse_assignment(),
                                                  "WATERMARK BY <expression>")
             else:
-                raise error_at(self._curr or token, "WATERMARK must be followed by DELAY or BY")
+                raise error_at(self._curr or token, "WATERMARK must be followed by DELAY or BY"
+                               + did_you_mean(self._curr.text if self._curr else "",
+                                              ("DELAY", "BY")))
             window.set("watermark", mark_position(SplPolicy(this=mode, expressions=[arg]), token))
         if self._match_text_seq("LATE"):
             token = self._prev
@@ -270,14 +283,17 @@ class SqlExtParser(SparkParser):
         if self._match(TokenType.PARTITION):
             token = self._prev
             if not self._match_text_seq("EVICTION"):
-                raise error_at(self._curr or token, "PARTITION must be followed by EVICTION")
+                raise error_at(self._curr or token, "PARTITION must be followed by EVICTION"
+                               + did_you_mean(self._curr.text if self._curr else "",
+                                              ("EVICTION",)))
             window.set("eviction", self._parse_policy(EVICTIONS, "PARTITION EVICTION policy"))
         emits = []
         while self._match_text_seq("EMIT"):
             token = self._curr
-            if not self._match_texts(("INCOMPLETE", "EVICTED", "FINAL", "EARLY")):
+            if not self._match_texts(EMITS):
                 raise error_at(token or self._prev, "EMIT must be followed by INCOMPLETE, "
-                                                    "EVICTED, FINAL or EARLY EVERY <duration>")
+                                                    "EVICTED, FINAL or EARLY EVERY <duration>"
+                               + did_you_mean(token.text if token else "", EMITS))
             emits.append(mark_position(exp.var(self._prev.text.upper()), self._prev))
             if emits[-1].name == "EARLY":
                 if not self._match_text_seq("EVERY"):
@@ -288,6 +304,11 @@ class SqlExtParser(SparkParser):
                     self._parse_term(), "EMIT EARLY EVERY <duration>"), every))
         if emits:
             window.set("emit", emits)
+        after = self._curr
+        near = nearest(after.text, CLAUSE_WORDS) \
+            if after is not None and after.token_type == TokenType.VAR else None
+        if near:
+            raise error_at(after, f"{after.text} after the window clause: did you mean {near}?")
         return window
 
     def _parse_over(self, window: SplWindow) -> None:
@@ -320,7 +341,8 @@ class SqlExtParser(SparkParser):
         if token is None or token.text.upper() not in names:
             found = token.text if token else "end of statement"
             raise error_at(token or self._prev, f"expected a {what} ({', '.join(names)}), "
-                                                f"found {found}")
+                                                f"found {found}" + did_you_mean(
+                                                    token.text if token else "", names))
         self._advance()
         args = self._parse_call_args(token)
         return mark_position(SplPolicy(this=token.text.upper(), expressions=args), token)
@@ -349,7 +371,8 @@ class SqlExt(Spark):
 
 
 def has_window_clause(sql: str) -> bool:
-    """True when the text uses the extension: WINDOW followed by a window kind (token level)."""
+    """True when the text uses the extension: WINDOW followed by a window kind (token level),
+    or a misspelling of the clause (spelling.py), which the extension's parser reports."""
     try:
         tokens = SqlExt().tokenize(sql)
     except Exception:  # noqa: BLE001 - untokenizable text is not ours to report
@@ -357,4 +380,4 @@ def has_window_clause(sql: str) -> bool:
     return any(
         a.token_type == TokenType.WINDOW and b.text.upper() in WINDOW_KINDS
         for a, b in zip(tokens, tokens[1:])
-    )
+    ) or misspelt_window(tokens) is not None
