@@ -8,6 +8,8 @@ Batch queries are executed in full into Spark's `noop` sink; the best of `--repe
 Streaming queries (bench_streaming.py) run against Spark's own streaming windows, both sinks;
 then the state after 1x and 10x input, the latency at 10K rows/s (bench_latency.py), and LATE
 ROWS INTO and EMIT FINAL against the same query without them (bench_late.py, `--only late`).
+The statements of a small streaming table, Delta's snapshot state in one partition against two
+(bench_small.py, `--only small`).
 Data is written once as Parquet under .cache/bench so every query scans the same files.
 """
 
@@ -28,6 +30,7 @@ from sql_ext.udaf import reduce_windows
 
 import bench_latency  # noqa: E402 - beside this script
 import bench_late  # noqa: E402
+import bench_small  # noqa: E402
 import bench_streaming  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -162,7 +165,7 @@ def main() -> int:
     make_data(spark, args.rows, args.keys)
     print(f"rows={args.rows:,} keys={args.keys:,} local[2]", flush=True)
     wanted = set(args.only or ["count", "delta", "udaf", "sliding", "eviction", "panes",
-                               "streaming", "late"])
+                               "streaming", "late", "small"])
     r = args.repeat
 
     if "count" in wanted or "delta" in wanted:
@@ -222,6 +225,8 @@ def main() -> int:
     if "late" in wanted:
         bench_late.benchmark(spark, max(min(size, args.rows) for size in args.stream_sizes),
                              args.stream_parts, args.stream_repeat)
+    if "small" in wanted:
+        bench_small.benchmark(spark)
     spark.stop()
     return 0
 
