@@ -69,6 +69,24 @@ def test_a_remote_client_gets_the_windowed_surface(connect_server, spark):
     assert seen["dropped"]
 
 
+def test_a_misspelt_window_gets_the_suggestion_over_connect(connect_server):
+    """The Connect door reports sql-ext's "did you mean", at the misspelling, as a parse error
+    the client can catch (not Spark's bare syntax error)."""
+    probe = subprocess.run(
+        [sys.executable, "-c", "import sys; from pyspark.sql import SparkSession\n"
+         "from pyspark.errors import ParseException\n"
+         "s = SparkSession.builder.remote(sys.argv[1]).getOrCreate()\n"
+         "try:\n"
+         "    s.sql('SELECT SUM(id) FROM range(5) WINDOW TUMBLNG COUNT(2)').collect()\n"
+         "except ParseException as e:\n"
+         "    print('PARSE', e)\n",
+         f"sc://localhost:{connect_server.port}/;token={TOKEN}"],
+        capture_output=True, text=True, timeout=300)
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    assert "PARSE" in probe.stdout and "did you mean TUMBLING?" in probe.stdout, probe.stdout
+    assert "(line 1, pos 36)" in probe.stdout
+
+
 @pytest.mark.parametrize("url_tail", [";token=wrong", ""])
 def test_a_client_without_the_token_is_refused(connect_server, url_tail):
     port = connect_server.port
