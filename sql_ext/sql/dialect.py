@@ -271,8 +271,7 @@ class SqlExtParser(SparkParser):
                                                  "WATERMARK BY <expression>")
             else:
                 raise error_at(self._curr or token, "WATERMARK must be followed by DELAY or BY"
-                               + did_you_mean(self._curr.text if self._curr else "",
-                                              ("DELAY", "BY")))
+                               + did_you_mean(self._curr, ("DELAY", "BY")))
             window.set("watermark", mark_position(SplPolicy(this=mode, expressions=[arg]), token))
         if self._match_text_seq("LATE"):
             token = self._prev
@@ -284,8 +283,7 @@ class SqlExtParser(SparkParser):
             token = self._prev
             if not self._match_text_seq("EVICTION"):
                 raise error_at(self._curr or token, "PARTITION must be followed by EVICTION"
-                               + did_you_mean(self._curr.text if self._curr else "",
-                                              ("EVICTION",)))
+                               + did_you_mean(self._curr, ("EVICTION",)))
             window.set("eviction", self._parse_policy(EVICTIONS, "PARTITION EVICTION policy"))
         emits = []
         while self._match_text_seq("EMIT"):
@@ -293,7 +291,7 @@ class SqlExtParser(SparkParser):
             if not self._match_texts(EMITS):
                 raise error_at(token or self._prev, "EMIT must be followed by INCOMPLETE, "
                                                     "EVICTED, FINAL or EARLY EVERY <duration>"
-                               + did_you_mean(token.text if token else "", EMITS))
+                               + did_you_mean(token, EMITS))
             emits.append(mark_position(exp.var(self._prev.text.upper()), self._prev))
             if emits[-1].name == "EARLY":
                 if not self._match_text_seq("EVERY"):
@@ -341,8 +339,7 @@ class SqlExtParser(SparkParser):
         if token is None or token.text.upper() not in names:
             found = token.text if token else "end of statement"
             raise error_at(token or self._prev, f"expected a {what} ({', '.join(names)}), "
-                                                f"found {found}" + did_you_mean(
-                                                    token.text if token else "", names))
+                                                f"found {found}" + did_you_mean(token, names))
         self._advance()
         args = self._parse_call_args(token)
         return mark_position(SplPolicy(this=token.text.upper(), expressions=args), token)

@@ -50,9 +50,10 @@ def nearest(word: str, choices) -> str | None:
     return None
 
 
-def did_you_mean(word: str, choices) -> str:
-    """": did you mean X?" when `word` misspells one of `choices`, else ""."""
-    near = nearest(word, choices)
+def did_you_mean(token, choices) -> str:
+    """": did you mean X?" when the token's word misspells one of `choices`, else "" (also
+    for no token: the statement ended)."""
+    near = nearest(token.text, choices) if token is not None else None
     return f": did you mean {near}?" if near else ""
 
 
