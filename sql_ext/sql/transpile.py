@@ -12,7 +12,9 @@
 
 The table function assigns tuples to firings (the JVM operator); the aggregation over
 (partition keys, firing, group keys) is ordinary Spark aggregation, so built-ins and Python
-UDAFs both work.
+UDAFs both work. Spark's order-sensitive aggregates follow the window's arrival order
+(`arrival_ordered`): FIRST, LAST, FIRST_VALUE, LAST_VALUE, COLLECT_LIST and ARRAY_AGG give
+what SPL's First, Last and Collect give, in batch and streaming alike.
 """
 
 from __future__ import annotations
@@ -144,6 +146,47 @@ def _check_supported(window: exp.Expression, model: WindowModel, select: exp.Sel
                                     "the arrival order, so it needs OVER (ORDER BY <timestamp>)")
 
 
+# Spark's aggregates whose value depends on the order of their input.
+ARRIVAL_AGGREGATES = (exp.First, exp.Last, exp.FirstValue, exp.LastValue, exp.ArrayAgg)
+
+
+def _uses_arrival(select: exp.Select) -> bool:
+    return select.find(*ARRIVAL_AGGREGATES) is not None
+
+
+def arrival_ordered(node: exp.Expression, model: WindowModel, argument: exp.Expression,
+                    streaming: bool = False) -> exp.Expression | None:
+    """FIRST(x) -> MIN_BY(x, <arrival>), LAST(x) -> MAX_BY(x, <arrival>), COLLECT_LIST(x) ->
+    x's values sorted by arrival; None for a node that is not such an aggregate. `argument` is
+    x already rewritten for the window's output. Spark leaves the order of an aggregate's
+    input unspecified; over a window's tuples there is one order, the arrival order (the
+    ORDER BY value, then the source's order), and SPL's First, Last and Collect follow it.
+    FIRST(x, true) / IGNORE NULLS skips NULL values as Spark does; COLLECT_LIST skips them.
+    A stream's processors renumber the arrival column in the order they took the tuples in
+    (a row below an earlier micro-batch's ORDER BY value is taken where it arrives), so there
+    it is the whole key."""
+    ignore_nulls = isinstance(node, exp.IgnoreNulls)
+    inner = node.this if ignore_nulls else node
+    if not isinstance(inner, ARRIVAL_AGGREGATES) or isinstance(node.parent, exp.Window) \
+            or (isinstance(inner, exp.ArrayAgg) and isinstance(inner.this, exp.Distinct)):
+        return None
+    key = exp.column(contract.ARRIVAL_COLUMN)
+    if model.order_by is not None and not streaming:
+        key = exp.func("struct", exp.column(contract.ORDER_COLUMN), key)
+    if isinstance(inner, exp.ArrayAgg):
+        ordered = exp.func("array_sort", exp.func("collect_list", exp.func(
+            "struct", key, exp.alias_(argument, "v"))))
+        kept = exp.maybe_parse("FILTER(o, __sx_e -> __sx_e.v IS NOT NULL)", dialect="spark")
+        kept.set("this", ordered)
+        return exp.maybe_parse("TRANSFORM(k, __sx_e -> __sx_e.v)", dialect="spark").transform(
+            lambda n: kept if isinstance(n, exp.Column) and n.name == "k" else n)
+    if ignore_nulls or (inner.expression is not None and inner.expression.this == "true"):
+        key = exp.If(this=exp.Is(this=argument.copy(), expression=exp.null()),
+                     true=exp.null(), false=key)
+    first = isinstance(inner, (exp.First, exp.FirstValue))
+    return exp.func("min_by" if first else "max_by", argument, key)
+
+
 def _helper_columns(model: WindowModel, select: exp.Select,
                     streaming: bool = False) -> list[tuple[exp.Expression, str]]:
     """(expression, name) pairs the operator reads, computed over the window's input."""
@@ -152,7 +195,7 @@ def _helper_columns(model: WindowModel, select: exp.Select,
         helpers.append((model.order_by.copy(), contract.ORDER_COLUMN))
     watermark = model.watermark
     early_batch = model.emit_panes == "early" and not streaming
-    if model.kind != "TIME_INTERVAL" or early_batch \
+    if model.kind != "TIME_INTERVAL" or early_batch or _uses_arrival(select) \
             or (watermark is not None and (not streaming or watermark.name == "BY")):
         # The source's order (commit order for Delta, admission order for files), batch and
         # streaming alike: the arrival order without ORDER BY, the tie-breaker with it. Panes
@@ -328,6 +371,13 @@ def lower_parts(select: exp.Select, streaming: bool = False) -> LoweredWindow:
             return exp.column(column)
         if isinstance(node, exp.Anonymous) and node.name.lower() in udaf_names.registered():
             return _batched_udaf_call(node)
+        if isinstance(node, (exp.IgnoreNulls, *ARRIVAL_AGGREGATES)):
+            inner = node.this if isinstance(node, exp.IgnoreNulls) else node
+            if isinstance(inner, ARRIVAL_AGGREGATES) and inner.this is not None:
+                ordered = arrival_ordered(node, model, inner.this.copy().transform(substitute),
+                                          streaming)
+                if ordered is not None:
+                    return ordered
         if isinstance(node, exp.Column) and node.table:
             return exp.column(node.name, quoted=node.this.quoted)  # the source is now __sx_w
         return node

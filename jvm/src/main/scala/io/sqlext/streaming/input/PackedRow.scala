@@ -48,6 +48,12 @@ final class PackedRow(pack: PackFormat.Columns, index: Int) extends BaseGenericI
       case _ => pack.constants(ordinal)
     }
 
+  /** The one write: [[MicroBatchOrder]] renumbers the arrival column (a long) in place. */
+  override def setLong(ordinal: Int, value: Long): Unit = kind(ordinal) match {
+    case Longs if !isNullAt(ordinal) => pack.longs(ordinal)(index) = value
+    case _ => throw new UnsupportedOperationException(s"read-only column $ordinal")
+  }
+
   override def setNullAt(i: Int): Unit = throw new UnsupportedOperationException("read-only")
   override def update(i: Int, value: Any): Unit =
     throw new UnsupportedOperationException("read-only")

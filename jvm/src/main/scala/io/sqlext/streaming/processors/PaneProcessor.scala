@@ -1,6 +1,7 @@
 package io.sqlext.streaming.processors
 
 import io.sqlext.Contract
+import io.sqlext.streaming.input.MicroBatchOrder
 import io.sqlext.streaming.time.SplWatermark
 import io.sqlext.window.{PaneEmit, PaneFiring, PaneRule, PaneSpec, PaneState, WindowSpec}
 import org.apache.spark.sql.{Encoders, Row}
@@ -55,7 +56,8 @@ class PaneProcessor(
     val w = watermark.of(watermarkMs)
     // A pane created under this watermark acts from the next one.
     val pane = if (flags.exists()) states.of(flags.get()).added else rule.created(clock)
-    tuples.appendList(rows.toArray)
+    // In arrival order, numbered across micro-batches: FIRST, LAST and COLLECT_LIST follow it.
+    tuples.appendList(MicroBatchOrder.arrivalNumbered(spec, input, rows.toArray, getHandle))
     keep(n, early(n, pane, clock, w, out), watermarkMs)
     out.iterator
   }
