@@ -272,6 +272,45 @@ def transpile(args) -> int:
     return 0
 
 
+def spl(args) -> int:
+    """SPL files -> sql-ext statements: a SQL script per file (stdout or --out), or JSON."""
+    from pathlib import Path
+
+    from sql_ext.spl import translate_sources
+
+    params = {}
+    for item in args.param or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            print(f"error: --param {item!r}: expected NAME=VALUE", file=sys.stderr)
+            return 2
+        params[name] = value
+    try:
+        sources = [(str(path), Path(path).read_text()) for path in args.files]
+    except OSError as error:
+        print(f"error: {error.filename}: {error.strerror}", file=sys.stderr)
+        return 2
+    result = translate_sources(sources, params)
+    if args.json:
+        import json
+
+        print(json.dumps(result.to_json(), indent=2))
+    elif args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        for file, _ in sources:
+            target = out / (Path(file).stem + ".sql")
+            target.write_text(result.script(file))
+            print(f"{file} -> {target}")
+    else:
+        print(result.script(), end="")
+    for entry in result.untranslated:
+        print(f"not translated: {entry.file}:{entry.line}:{entry.column}: "
+              f"{entry.operator} {entry.stream}: {entry.reason}".replace("  ", " "),
+              file=sys.stderr)
+    return 0
+
+
 def _server_options(command, port: int, udaf_users: str) -> None:
     """The options the Thrift and Connect servers share."""
     command.add_argument("--host", default="127.0.0.1",
@@ -402,6 +441,19 @@ def build_parser() -> argparse.ArgumentParser:
     show = commands.add_parser("transpile", help="print the plain Spark SQL of windowed SQL")
     show.add_argument("sql", help="the statement, or - for standard input")
     show.set_defaults(run=transpile)
+    spl_command = commands.add_parser(
+        "spl", help="translate SPL applications' windowed Aggregates (and the Filters and "
+                    "Functors before them) into streaming tables, views and source tables")
+    spl_command.add_argument("files", nargs="+", metavar="FILE.spl", help="SPL source files")
+    spl_command.add_argument("--out", default=None, metavar="DIR",
+                             help="write one SQL script per SPL file into DIR (default: stdout)")
+    spl_command.add_argument("--json", action="store_true",
+                             help="print one JSON object: the statements in dependency order "
+                                  "and the untranslated invocations")
+    spl_command.add_argument("--param", action="append", metavar="NAME=VALUE",
+                             help="a submission-time value (getSubmissionTimeValue) or a main "
+                                  "composite's parameter; repeatable")
+    spl_command.set_defaults(run=spl)
     return parser
 
 

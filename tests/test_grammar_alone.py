@@ -1,6 +1,7 @@
-"""The grammar stands alone: in a Python with sqlglot and nothing else of sql-ext's
+"""The grammar stands alone: in a Python with sqlglot and Lark and nothing else of sql-ext's
 dependencies (no pyspark, py4j, pandas or pyarrow), `import sql_ext`, the SQL layer,
-`sql-ext transpile` and `sql-ext --version` work, and what needs Spark says so when used."""
+`sql-ext transpile`, `sql-ext spl` and `sql-ext --version` work, and what needs Spark says so
+when used."""
 
 import os
 import subprocess
@@ -18,10 +19,10 @@ WINDOWED = "SELECT SUM(v) AS total FROM t WINDOW TUMBLING COUNT(2) OVER (ORDER B
 
 @pytest.fixture(scope="module")
 def sqlglot_only(tmp_path_factory):
-    """A venv holding sqlglot (linked from this run's), and an environment that finds the
-    checkout's sql_ext and nothing of this run's venv."""
+    """A venv holding sqlglot and Lark (linked from this run's), and an environment that finds
+    the checkout's sql_ext and nothing of this run's venv."""
     folder = tmp_path_factory.mktemp("grammar")
-    python = linked_venv(folder / "venv", ("sqlglot",))
+    python = linked_venv(folder / "venv", ("sqlglot", "lark"))
     env = {k: v for k, v in os.environ.items()
            if k not in ("VIRTUAL_ENV", "PYSPARK_PYTHON", "SPARK_HOME")}
     env["PYTHONPATH"] = str(ROOT)
@@ -52,6 +53,20 @@ def test_transpile_and_version_without_spark(sqlglot_only):
     wrong = _run(sqlglot_only, "-m", "sql_ext.cli", "transpile",
                  "SELECT SUM(v) FROM t WINDOW TUMBLING COUNT(0)")
     assert wrong.returncode != 0 and "COUNT" in wrong.stderr and "Traceback" not in wrong.stderr
+
+
+def test_spl_translation_without_spark(sqlglot_only):
+    _, _, folder = sqlglot_only
+    app = folder / "app.spl"
+    app.write_text("""composite Main { graph
+        stream<rstring k, int32 v> In = Beacon() {}
+        stream<rstring k, int32 top> Top = Aggregate(In) {
+          window In: tumbling, count(3), partitioned; param partitionBy: k;
+          output Top: top = Max(v); } }""")
+    done = _run(sqlglot_only, "-m", "sql_ext.cli", "spl", str(app))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "WINDOW TUMBLING COUNT(3) OVER (PARTITION BY k)" in done.stdout
+    assert "not translated:" in done.stderr and "Beacon" in done.stderr
 
 
 def test_what_needs_spark_says_so(sqlglot_only):

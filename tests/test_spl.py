@@ -1,0 +1,373 @@
+"""`sql-ext spl`: SPL applications -> streaming tables, views and source tables.
+
+The translation alone (no Spark): what each SPL construct becomes, what is refused and where,
+the JSON and script forms, composites and submission-time values. Then its meaning: SPL
+Aggregates of every window shape and output function, translated, run over generated tuples
+appended in several commits (batch, and as a streaming table), against the reference model of
+SPL windows in tests/oracle*.py with groupBy and the output functions modelled here, apart from
+the translation."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import subprocess
+import sys
+import uuid
+from collections import OrderedDict
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from oracle import tumbling_firings
+from oracle_sliding import sliding_result
+from scale import examples
+
+from sql_ext.spl import translate, translate_sources
+
+SETTINGS = settings(max_examples=examples(6, 40), deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+APP = """\
+namespace demo.sensors;
+use spl.utility::*;
+
+type Reading = rstring sensor, int32 level, float64 temp, timestamp ts;
+
+composite Main {
+  param
+    expression<int32> $size : (int32) getSubmissionTimeValue("size", "4");
+  graph
+    @eventTime(eventTimeAttribute = ts, lag = 2.0)
+    stream<Reading> Readings = FileSource() { param file: "readings.csv"; }
+    stream<Reading, tuple<float64 tempF>> Converted = Functor(Readings) {
+      output Converted: tempF = temp * 9.0 / 5.0 + 32.0;
+    }
+    stream<Converted> Hot = Filter(Converted) { param filter: tempF > 50.0 && level != 0; }
+    stream<rstring sensor, int32 n, float64 maxF, int32 avgLevel> Stats = Aggregate(Hot as H) {
+      window H: tumbling, count($size), partitioned;
+      param partitionBy: sensor;
+      output Stats: n = Count(), maxF = Max(H.tempF), avgLevel = Average(level);
+    }
+    stream<rstring sensor, float64 avgTemp, timestamp start> Panes = Aggregate(Readings) {
+      window Readings: timeInterval, intervalDuration(60.0), creationPeriod(30.0), partitioned;
+      param partitionBy: sensor;
+      output Panes: avgTemp = Average(temp), start = intervalStart();
+    }
+    stream<int32 total> Mine = Aggregate(Readings) {
+      window Readings: sliding, count(5), count(1);
+      output Mine: total = Custom(init(), process(level), result());
+    }
+    () as Sink = FileSink(Stats) { param file: "out.csv"; }
+}
+"""
+
+
+def by_stream(result):
+    return {s.stream: s for s in result.statements}
+
+
+def test_a_chain_becomes_a_source_views_and_streaming_tables():
+    result = translate(APP, "app.spl")
+    statements = by_stream(result)
+    assert [s.kind for s in result.statements] == ["source", "view", "view", "streaming_table",
+                                                   "streaming_table"]
+    assert statements["Readings"].sql.startswith("CREATE TABLE IF NOT EXISTS Readings (\n"
+                                                 "  sensor STRING NOT NULL,\n  level INT NOT NULL")
+    stats = statements["Stats"]
+    # The Filter and Functor on the way are inlined: Spark streams tables, not views.
+    assert "FROM STREAM(Readings)\nWHERE ((CAST((((temp * 9.0D) / 5.0D) + 32.0D) AS DOUBLE) > " \
+           "50.0D) AND (level <> 0))" in stats.sql
+    assert "WINDOW TUMBLING COUNT(4) OVER (PARTITION BY sensor)" in stats.sql
+    assert "(SUM(level) DIV COUNT(level))" in stats.sql  # SPL's integer average
+    assert stats.query.startswith("SELECT ") and "FROM Readings\n" in stats.query
+    assert "WINDOW TIME_INTERVAL(60.0, 30.0, 0, 0) ON ts OVER (PARTITION BY sensor) " \
+           "WATERMARK DELAY 2.0" in statements["Panes"].sql
+    assert "CAST(PANE_START() AS TIMESTAMP) AS `start`" in statements["Panes"].sql
+    assert statements["Hot"].sql.endswith("FROM Converted\nWHERE ((tempF > 50.0D) AND "
+                                          "(level <> 0))")
+
+
+def test_what_is_not_translated_is_said_with_its_place():
+    result = translate(APP, "app.spl")
+    entries = {(u.operator, u.stream): u for u in result.untranslated}
+    assert set(entries) == {("FileSource", "Readings"), ("Aggregate", "Mine"),
+                            ("FileSink", "Sink")}
+    custom = entries[("Aggregate", "Mine")]
+    assert (custom.file, custom.line, custom.column) == ("app.spl", 28, 28)  # at Custom(
+    assert "Custom()" in custom.reason and "UDAF" in custom.reason
+    assert "its stream Readings is a source table" in entries[("FileSource", "Readings")].reason
+
+
+def test_submission_time_values_and_composite_parameters():
+    assert "COUNT(7)" in by_stream(translate(APP, params={"size": "7"}))["Stats"].sql
+    app = """
+    composite Windowed(input In; output Out) {
+      param expression<int32> $n; expression $key: sensor;
+      graph stream<rstring sensor, float64 top> Out = Aggregate(In) {
+        window In: tumbling, count($n * 2), partitioned;
+        param partitionBy: $key;
+        output Out: top = Max(temp);
+      }
+    }
+    composite Main {
+      graph
+        stream<rstring sensor, float64 temp> Raw = Beacon() {}
+        stream<rstring sensor, float64 top> Top = Windowed(Raw) { param n: 3; }
+    }"""
+    statements = by_stream(translate(app))
+    assert "WINDOW TUMBLING COUNT(6) OVER (PARTITION BY sensor)" in statements["Top"].sql
+    assert statements["Raw"].kind == "source"
+
+
+def test_syntax_errors_and_mixed_mode_are_reported_and_other_files_still_translate():
+    broken = "composite Main { graph stream<int32 a> A = Beacon() { param x: 1 + ; } }"
+    result = translate_sources([("ok.spl", APP), ("broken.spl", broken),
+                                ("perl.spl", "composite P { graph <% print 1; %> }")])
+    assert {s.stream for s in result.statements} >= {"Stats", "Panes"}
+    errors = {u.file: u for u in result.untranslated if u.file != "ok.spl"}
+    assert (errors["broken.spl"].line, errors["broken.spl"].column) == (1, broken.index("+ ;") + 3)
+    assert "mixed-mode" in errors["perl.spl"].reason
+
+
+@pytest.mark.parametrize("spl_type, spark", [
+    ("rstring", "STRING"), ("ustring", "STRING"), ("int8", "TINYINT"), ("uint8", "SMALLINT"),
+    ("uint32", "BIGINT"), ("uint64", "DECIMAL(20,0)"), ("float32", "FLOAT"),
+    ("boolean", "BOOLEAN"), ("timestamp", "TIMESTAMP"), ("blob", "BINARY"),
+    ("list<int32>", "ARRAY<INT>"), ("set<rstring>", "ARRAY<STRING>"),
+    ("map<rstring, float64>", "MAP<STRING, DOUBLE>"),
+    ("tuple<int32 a, rstring b>", "STRUCT<a: INT, b: STRING>"),
+])
+def test_types(spl_type, spark):
+    app = f"""composite Main {{ graph
+        stream<{spl_type} v, int32 k> S = Beacon() {{}}
+        stream<int32 k, int32 n> A = Aggregate(S) {{ window S: tumbling, count(2);
+          param groupBy: k; output A: n = Count(); }} }}"""
+    source = by_stream(translate(app))["S"].sql
+    assert f"v {spark} NOT NULL" in source
+    optional = by_stream(translate(app.replace(f"<{spl_type} v", f"<optional<{spl_type}> v")))
+    assert f"v {spark},\n" in optional["S"].sql
+
+
+def test_cli_json_and_script(tmp_path):
+    app = tmp_path / "app folder" / "app.spl"
+    app.parent.mkdir()
+    app.write_text(APP)
+    command = [sys.executable, "-m", "sql_ext.cli", "spl", str(app), "--param", "size=5"]
+    done = subprocess.run(command + ["--json"], capture_output=True, text=True, check=True)
+    answer = json.loads(done.stdout)
+    assert [s["kind"] for s in answer["statements"]][:2] == ["source", "view"]
+    streaming = [s for s in answer["statements"] if s["kind"] == "streaming_table"]
+    assert {"stream", "table", "sql", "query"} <= set(streaming[0]) \
+        and "COUNT(5)" in streaming[0]["sql"]
+    assert {"stream", "line", "column", "reason"} <= set(answer["untranslated"][0])
+    assert "not translated:" in done.stderr
+    out = tmp_path / "sql"
+    subprocess.run(command + ["--out", str(out)], capture_output=True, text=True, check=True)
+    script = (out / "app.sql").read_text()
+    assert script.startswith(f"-- {app}:11: source for SPL stream Readings\nCREATE TABLE")
+    assert "-- Not translated:" in script
+
+
+# ---- meaning: translated windows against the model --------------------------------------
+
+# SPL's output functions over a group's values in arrival order, written from
+# aggregate-functions.md, apart from the translation.
+FUNCTIONS = {
+    "Max": lambda rows, a: max(r[a] for r in rows),
+    "Min": lambda rows, a: min(r[a] for r in rows),
+    "Sum": lambda rows, a: sum(r[a] for r in rows),
+    "Count": lambda rows, a: len(rows),
+    "CountDistinct": lambda rows, a: len({r[a] for r in rows}),
+    "First": lambda rows, a: rows[0][a],
+    "Last": lambda rows, a: rows[-1][a],
+    "Collect": lambda rows, a: [r[a] for r in rows],
+    "CollectDistinct": lambda rows, a: list(OrderedDict.fromkeys(r[a] for r in rows)),
+    "Average": lambda rows, a: _int_average([r[a] for r in rows]) if a == "val"
+    else sum(r[a] for r in rows) / len(rows),
+    "MaxCount": lambda rows, a: sum(1 for r in rows if r[a] == max(x[a] for x in rows)),
+    "ArgMax": lambda rows, a: next(r["name"] for r in rows if r[a] == max(x[a] for x in rows)),
+    "ArgMin": lambda rows, a: next(r["name"] for r in rows if r[a] == min(x[a] for x in rows)),
+    "CollectArgMax": lambda rows, a: [r["name"] for r in rows
+                                      if r[a] == max(x[a] for x in rows)],
+    "CountByDistinct": lambda rows, a: [sum(1 for r in rows if r[a] == v)
+                                        for v in OrderedDict.fromkeys(r[a] for r in rows)],
+    "PopulationStdDev": lambda rows, a: math.sqrt(
+        sum((r[a] - sum(x[a] for x in rows) / len(rows)) ** 2 for r in rows) / len(rows)),
+}
+# name -> (SPL output type, SPL call)
+OUTPUTS = {
+    "Max": ("int32", "Max(val)"), "Min": ("float64", "Min(x)"), "Sum": ("int32", "Sum(val)"),
+    "Count": ("int32", "Count()"), "CountDistinct": ("int32", "CountDistinct(grp)"),
+    "First": ("rstring", "First(name)"), "Last": ("float64", "Last(x)"),
+    "Collect": ("list<int32>", "Collect(val)"),
+    "CollectDistinct": ("list<rstring>", "CollectDistinct(grp)"),
+    "Average": ("int32", "Average(val)"), "MaxCount": ("int32", "MaxCount(val)"),
+    "ArgMax": ("rstring", "ArgMax(val, name)"), "ArgMin": ("rstring", "ArgMin(x, name)"),
+    "CollectArgMax": ("list<rstring>", "CollectArgMax(val, name)"),
+    "CountByDistinct": ("list<int32>", "CountByDistinct(grp)"),
+    "PopulationStdDev": ("float64", "PopulationStdDev(x)"),
+}
+ARGUMENT = {"Max": "val", "Min": "x", "Sum": "val", "Count": None, "CountDistinct": "grp",
+            "First": "name", "Last": "x", "Collect": "val", "CollectDistinct": "grp",
+            "Average": "val", "MaxCount": "val", "ArgMax": "val", "ArgMin": "x",
+            "CollectArgMax": "val", "CountByDistinct": "grp", "PopulationStdDev": "x"}
+
+
+def _int_average(values):
+    total = sum(values)
+    return int(total / len(values))  # C++ integer division: toward zero
+
+
+SHAPES = {
+    # name -> (SPL window, oracle kind, oracle args)
+    "tumbling count": ("tumbling, count(3)", "tumbling", ("count", 3)),
+    "tumbling delta": ("tumbling, delta(seq, 4l)", "tumbling", ("delta", "seq", 4)),
+    "tumbling punct": ("tumbling, punct()", "tumbling", ("punct",)),
+    "sliding count count": ("sliding, count(3), count(2)", "sliding",
+                            (("count", 3), ("count", 2))),
+    "sliding delta count": ("sliding, delta(seq, 5l), count(2)", "sliding",
+                            (("delta", "seq", 5), ("count", 2))),
+    "sliding count delta": ("sliding, count(4), delta(seq, 3l)", "sliding",
+                            (("count", 4), ("delta", "seq", 3))),
+    "sliding delta delta": ("sliding, delta(seq, 6l), delta(seq, 2l)", "sliding",
+                            (("delta", "seq", 6), ("delta", "seq", 2))),
+}
+COLUMNS = ("key", "grp", "name", "seq", "val", "x")
+
+
+def spl_app(tag, window, partitioned, grouped, functions, incomplete=False):
+    outputs = [("key", "rstring")] if partitioned else []
+    outputs += [("grp", "rstring")] if grouped else []
+    outputs += [(f"o_{f}", OUTPUTS[f][0]) for f in functions]
+    declared = ", ".join(f"{t} {n}" for n, t in outputs)
+    params = []
+    if partitioned:
+        window += ", partitioned"
+        params.append("partitionBy: key;")
+    if grouped:
+        params.append("groupBy: grp;")
+    if incomplete:
+        params.append("aggregateIncompleteWindows: true;")
+    assigned = ", ".join(f"o_{f} = {OUTPUTS[f][1]}" for f in functions)
+    return f"""
+composite Main {{
+  graph
+    stream<rstring key, rstring grp, rstring name, int64 seq, int32 val, float64 x> In_{tag} =
+        FileSource() {{ param file: "in.csv"; }}
+    stream<{declared}> Out_{tag} = Aggregate(In_{tag}) {{
+      window In_{tag}: {window};
+      {"param " + " ".join(params) if params else ""}
+      output Out_{tag}: {assigned};
+    }}
+}}"""
+
+
+def model(rows, files, shape, partitioned, grouped, functions, incomplete):
+    _, kind, args = SHAPES[shape]
+    partition_by = (lambda r: r["key"]) if partitioned else None
+    if kind == "tumbling":
+        firings = tumbling_firings(rows, args, partition_by=partition_by,
+                                   file_of=lambda r: files[id(r)])
+    else:
+        firings = sliding_result(rows, args[0], args[1], partition_by=partition_by,
+                                 emit_incomplete=incomplete)["firings"]
+    out = []
+    for firing in firings:
+        groups = OrderedDict()
+        for row in firing["rows"]:
+            groups.setdefault(row["grp"] if grouped else None, []).append(row)
+        for group, members in groups.items():
+            values = [firing["partition"]] if partitioned else []
+            values += [group] if grouped else []
+            values += [FUNCTIONS[f](members, ARGUMENT[f]) for f in functions]
+            out.append(tuple(values))
+    return out
+
+
+def comparable(rows):
+    def norm(v):
+        if isinstance(v, float):
+            return round(v, 6)
+        if isinstance(v, list):
+            return tuple(norm(x) for x in v)
+        return v
+    return sorted((tuple(norm(v) for v in r) for r in rows), key=repr)
+
+
+@st.composite
+def appends(draw):
+    commits = draw(st.lists(st.integers(1, 6), min_size=1, max_size=4))
+    rows, seq = [], 0
+    for commit in commits:
+        batch = []
+        for _ in range(commit):
+            seq += draw(st.integers(0, 3))
+            batch.append({"key": draw(st.sampled_from(["k1", "k2"])),
+                          "grp": draw(st.sampled_from(["g1", "g2", "g3"])),
+                          "name": f"n{len(rows) + len(batch)}", "seq": seq,
+                          "val": draw(st.integers(-5, 9)),
+                          "x": float(draw(st.integers(-20, 20))) / 4})
+        rows.append(batch)
+    return rows
+
+
+def insert(spark, table, batch):
+    values = ", ".join(
+        f"('{r['key']}', '{r['grp']}', '{r['name']}', {r['seq']}, {r['val']}, {r['x']!r}D)"
+        for r in batch)
+    # One file per commit, rows in their order: the arrival order the model replays.
+    spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ * FROM VALUES {values}")
+
+
+def run_translation(spark, app, commits, streaming=False):
+    result = translate(app)
+    assert result.untranslated[0].operator == "FileSource" and len(result.untranslated) == 1
+    source, table = result.statements[0], result.statements[-1]
+    spark.sql(source.sql)
+    if streaming:
+        spark.sql(table.sql)
+    for batch in commits:
+        insert(spark, source.table, batch)
+        if streaming:
+            spark.sql(f"REFRESH STREAMING TABLE {table.table}")
+    batch = [tuple(r) for r in spark.sql(table.query).collect()]
+    streamed = [tuple(r) for r in spark.table(table.table).collect()] if streaming else None
+    return batch, streamed
+
+
+@SETTINGS
+@given(commits=appends(), shape=st.sampled_from(sorted(SHAPES)), partitioned=st.booleans(),
+       grouped=st.booleans(), incomplete=st.booleans(),
+       functions=st.lists(st.sampled_from(sorted(OUTPUTS)), min_size=1, max_size=5,
+                          unique=True))
+def test_random_aggregates_match_the_model(spark, commits, shape, partitioned, grouped,
+                                           incomplete, functions):
+    tag = uuid.uuid4().hex[:8]
+    incomplete = incomplete and SHAPES[shape][1] == "sliding"
+    app = spl_app(tag, SHAPES[shape][0], partitioned, grouped, functions, incomplete)
+    got, _ = run_translation(spark, app, commits)
+    rows = [r for batch in commits for r in batch]
+    files = {id(r): i for i, batch in enumerate(commits) for r in batch}
+    expected = model(rows, files, shape, partitioned, grouped, functions, incomplete)
+    assert comparable(got) == comparable(expected), app
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_every_shape_and_function_as_a_streaming_table(spark, shape):
+    rng = random.Random(shape)
+    commits = [[{"key": rng.choice(["k1", "k2"]), "grp": rng.choice(["g1", "g2"]),
+                 "name": f"n{c}_{i}", "seq": 3 * c + i, "val": rng.randint(-5, 9),
+                 "x": rng.randint(-8, 8) / 2} for i in range(rng.randint(2, 5))]
+               for c in range(4)]
+    functions = sorted(OUTPUTS)
+    tag = uuid.uuid4().hex[:8]
+    incomplete = SHAPES[shape][1] == "sliding"
+    app = spl_app(tag, SHAPES[shape][0], True, True, functions, incomplete)
+    batch, streamed = run_translation(spark, app, commits, streaming=True)
+    rows = [r for c in commits for r in c]
+    files = {id(r): i for i, c in enumerate(commits) for r in c}
+    expected = model(rows, files, shape, True, True, functions, incomplete)
+    assert comparable(batch) == comparable(expected)
+    assert comparable(streamed) == comparable(batch)
