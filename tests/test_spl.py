@@ -9,23 +9,28 @@ the translation."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import random
+import runpy
 import subprocess
 import sys
 import uuid
 from collections import OrderedDict
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import tumbling_firings
+from oracle_panes import pane_firings
 from oracle_sliding import sliding_result
 from scale import examples
 
 from sql_ext.spl import translate, translate_sources
 
+ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = settings(max_examples=examples(6, 40), deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -119,6 +124,36 @@ def test_submission_time_values_and_composite_parameters():
     statements = by_stream(translate(app))
     assert "WINDOW TUMBLING COUNT(6) OVER (PARTITION BY sensor)" in statements["Top"].sql
     assert statements["Raw"].kind == "source"
+
+
+def test_aliases_qualified_attributes_and_composite_types():
+    app = """
+    composite Parser { type Reading = rstring k, int32 v; graph () as Nothing = Beacon() {} }
+    composite Main { graph
+      stream<Parser.Reading> In = Beacon() {}
+      stream<rstring k, int32 n, list<int32> vs> Counts as O = Aggregate(In as I) {
+        window I: tumbling, punct(); param groupBy: I.k;
+        output O: n = Count(), vs = Collect(I.v); } }"""
+    counts = by_stream(translate(app))["Counts"].sql
+    assert counts.startswith("CREATE STREAMING TABLE Counts AS\nSELECT k,\n       CAST(COUNT(*)")
+    assert "CAST(COLLECT_LIST(v) AS ARRAY<INT>) AS vs" in counts
+    assert counts.endswith("WINDOW TUMBLING PUNCT()\nGROUP BY k")
+
+
+def test_a_kafka_consumer_is_a_topic_table():
+    app = """composite Main { graph
+      stream<rstring key, rstring sensor, float64 temp> Raw = KafkaConsumer() {
+        param topic: "readings"; kafkaProperty: "bootstrap.servers=broker:9092"; }
+      stream<rstring key, float64 top> Top = Aggregate(Raw) {
+        window Raw: tumbling, count(2), partitioned; param partitionBy: key;
+        output Top: top = Max(temp); } }"""
+    statements = by_stream(translate(app))
+    assert statements["Raw"].sql == (
+        "CREATE TABLE IF NOT EXISTS Raw (\n  sensor STRING,\n  temp DOUBLE\n) USING kafka\n"
+        "OPTIONS ('kafka.bootstrap.servers' = 'broker:9092', 'subscribe' = 'readings', "
+        "'format' = 'json')")
+    assert "OVER (PARTITION BY kafka_key)" in statements["Top"].sql
+    assert "SELECT kafka_key AS key," in statements["Top"].sql
 
 
 def test_syntax_errors_and_mixed_mode_are_reported_and_other_files_still_translate():
@@ -371,3 +406,61 @@ def test_every_shape_and_function_as_a_streaming_table(spark, shape):
     expected = model(rows, files, shape, True, True, functions, incomplete)
     assert comparable(batch) == comparable(expected)
     assert comparable(streamed) == comparable(batch)
+
+
+@SETTINGS
+@given(seconds=st.lists(st.integers(0, 90), min_size=1, max_size=25),
+       duration=st.sampled_from([10, 30]), halves=st.booleans(), lag=st.sampled_from([0, 5]),
+       partitioned=st.booleans())
+def test_time_interval_aggregates_match_the_pane_model(spark, seconds, duration, halves, lag,
+                                                       partitioned):
+    """Event-time panes: @eventTime's attribute and lag become ON and WATERMARK DELAY, late
+    tuples fire their panes again, intervalStart() is the pane's start."""
+    tag = uuid.uuid4().hex[:8]
+    period = duration // 2 if halves else duration
+    rows = [{"key": f"k{i % 2}", "grp": "g", "name": f"n{i}", "seq": i, "val": (i * 7) % 5,
+             "x": float(s), "ts": datetime.datetime(2024, 1, 1) + datetime.timedelta(seconds=s)}
+            for i, s in enumerate(seconds)]
+    over = "partitioned" if partitioned else ""
+    app = f"""composite Main {{ graph
+      @eventTime(eventTimeAttribute = ts, lag = {lag}.0)
+      stream<rstring key, rstring name, int32 val, timestamp ts> In_{tag} = FileSource() {{}}
+      stream<{'rstring key, ' if partitioned else ''}timestamp start, int32 n, int32 top,
+             rstring first, list<rstring> names> Panes_{tag} = Aggregate(In_{tag}) {{
+        window In_{tag}: timeInterval, intervalDuration({duration}.0),
+                         creationPeriod({period}.0){', ' + over if over else ''};
+        {'param partitionBy: key;' if partitioned else ''}
+        output Panes_{tag}: start = intervalStart(), n = Count(), top = Max(val),
+                            first = First(name), names = Collect(name);
+      }} }}"""
+    result = translate(app)
+    source, table = result.statements[0], result.statements[-1]
+    spark.sql(source.sql)
+    values = ", ".join(f"('{r['key']}', '{r['name']}', {r['val']}, TIMESTAMP '{r['ts']}')"
+                       for r in rows)
+    spark.sql(f"INSERT INTO {source.table} SELECT /*+ COALESCE(1) */ * FROM VALUES {values}")
+    got = [tuple(r) for r in spark.sql(table.query).collect()]
+    expected = []
+    for firing in pane_firings(rows, duration, period, event_time=lambda r: r["ts"],
+                               partition_by=(lambda r: r["key"]) if partitioned else None,
+                               watermark_delay=lag)["firings"]:
+        members = firing["rows"]
+        expected.append(((firing["partition"],) if partitioned else ()) + (
+            firing["pane_start"], len(members), max(r["val"] for r in members),
+            members[0]["name"], [r["name"] for r in members]))
+    assert comparable(got) == comparable(expected), app
+
+
+def test_the_example_translation_is_current_and_runs(spark, tmp_path):
+    """examples/spl: the committed script is what the command writes today, and the runner
+    gives SPL's tuples for the count window (the Filter drops level 0, Average truncates)."""
+    example = ROOT / "examples" / "spl"
+    subprocess.run([sys.executable, "-m", "sql_ext.cli", "spl", "examples/spl/sensors.spl",
+                    "--out", str(tmp_path)], cwd=ROOT, check=True, capture_output=True)
+    assert (tmp_path / "sensors.sql").read_text() == (example / "sensors.sql").read_text()
+    results = runpy.run_path(str(example / "run_translation.py"))["main"](spark)
+    stats = [(r.sensor, r.readings, round(r.maxF, 6), r.avgLevel, r.firstTemp, list(r.levels))
+             for r in results["SensorStats"]]
+    assert stats == [("s1", 3, 73.4, 4, 20.0, [3, 4, 5]), ("s2", 3, 78.8, 1, 25.5, [1, 2, 2])]
+    minutes = results["SensorMinutes"]
+    assert {r.sensor for r in minutes} == {"s1", "s2"} and all(r.readings > 0 for r in minutes)

@@ -283,7 +283,12 @@ def _cast(tree, scope):
         sql_type = spark_type(target)
     except UnsupportedType as error:
         raise Untranslatable(str(error), tree) from None
-    sql, _ = translate(tree.children[1], scope)
+    sql, source = translate(tree.children[1], scope)
+    if target.string and (source is None or not (source.string or source.integral
+                                                 or source.kind == "boolean")):
+        # SPL writes timestamps as (seconds,nanoseconds,machine), floats and lists its own way.
+        raise Untranslatable(f"(rstring) of {source or 'this value'}: SPL's text for it differs "
+                             "from Spark's", tree)
     return f"CAST({sql} AS {sql_type})", target
 
 

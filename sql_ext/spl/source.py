@@ -41,6 +41,7 @@ class StreamDecl:
     name: str
     type_items: list  # Lark trees: attributes and type names, resolved later
     place: Place
+    alias: str | None = None  # stream<T> Name as Alias
 
 
 @dataclass
@@ -183,8 +184,9 @@ class _Reader:
                               place_of(name, self.file))
 
     def stream_decl(self, tree: Tree) -> StreamDecl:
-        stream_type, name = _parts(tree)[:2]
-        return StreamDecl(str(name), list(stream_type.children), place_of(name, self.file))
+        stream_type, name, *alias = _parts(tree)
+        return StreamDecl(str(name), list(stream_type.children), place_of(name, self.file),
+                          str(alias[0]) if alias else None)
 
     def invocation(self, tree: Tree) -> Invocation:
         annotations = {}
@@ -223,7 +225,9 @@ class _Reader:
                         (str(a.children[0]), a.children[1]) for a in item.children[1:]]
             elif child.data == "logic_clause":
                 has_logic = True
-        # A single unnamed output's alias is `stream<T> Name as Alias`: the alias names the
-        # invocation, the stream keeps its name.
+        # `stream<T> Name as Alias = ...`: the alias names the invocation (and its output
+        # clause may use it); the stream keeps its name.
+        if alias is None and len(outputs) == 1:
+            alias = outputs[0].alias
         return Invocation(operator, outputs, alias, inputs, windows, params, assignments,
                           has_logic, annotations, place_of(tree, self.file), window_places)

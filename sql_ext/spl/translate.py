@@ -116,10 +116,13 @@ class _Graph:
         self.submission = submission
         self.composites: dict[str, tuple[Composite, Unit]] = {}
         self.types: dict[str, Tree] = {}
+        composite_types: dict[str, Tree] = {}  # Composite.Type, found by its last name
         for unit in units:
             self.types.update(unit.types)
             for composite in unit.composites.values():
                 self.composites[composite.name] = (composite, unit)
+                composite_types.update(composite.types)
+        self.types = {**composite_types, **self.types}
         self.nodes: list[Node] = []
         self.producer: dict[str, Node] = {}
         self.schemas: dict[str, list[tuple[str, SplType]]] = {}
@@ -267,10 +270,12 @@ class _Translator:
                                                                  self.graph.submission))
         source = aggregate.Input(self.table(stream), [], scope, event_time)
         self.inputs[stream] = source
-        self.declare_source(stream, producer)
+        scope.columns.update(self.declare_source(stream, producer))
         return source
 
-    def declare_source(self, stream: str, producer: Node | None) -> None:
+    def declare_source(self, stream: str, producer: Node | None) -> dict[str, str]:
+        """Declares `stream`'s source table; the SQL of attributes that are not its columns
+        of the same name (a Kafka message's key is `kafka_key`)."""
         columns = self.graph.schemas[stream]
         place = producer.invocation.place if producer else Place("", 0, 0)
         try:
@@ -293,15 +298,18 @@ class _Translator:
                 key = str(constant(params["outputKeyAttributeName"][0], scope))
             column_sql = ",\n  ".join(f"{quote(n)} {spark_type(t)}" for n, t in columns
                                       if n != key)
+            renamed = {key: "kafka_key"} if key in dict(columns) else {}
             sql = (f"CREATE TABLE IF NOT EXISTS {self.table(stream)} (\n  {column_sql}\n) USING "
                    f"kafka\nOPTIONS ('kafka.bootstrap.servers' = '{servers}', 'subscribe' = "
                    f"'{topic}', 'format' = 'json')")
         else:
             sql = (f"CREATE TABLE IF NOT EXISTS {self.table(stream)} (\n  {column_sql}\n) "
                    "USING DELTA")
+            renamed = {}
         self.result.statements.append(Statement(
             "source", stream, self.table(stream), sql, None, place.file,
             _line(producer, stream) if producer else 0))
+        return renamed
 
     def translate_node(self, node: Node) -> bool:
         """Translates `node` (once); False when it is not translated (reported)."""
@@ -439,8 +447,10 @@ def translate_sources(sources: list[tuple[str, str]], params: dict[str, str] | N
     graph = _Graph(units, dict(params or {}))
     for composite, unit in graph.mains():
         bound = {f"${k}": _literal(v) for k, v in (params or {}).items()}
-        graph.expand(composite, unit, bound, {}, "" if len(graph.mains()) == 1
-                     else f"{composite.name}_")
+        taken = set(graph.producer)
+        ours = {d.name for i in composite.invocations for d in i.outputs}
+        # Main composites' streams keep their names, unless two of them use one.
+        graph.expand(composite, unit, bound, {}, f"{composite.name}_" if ours & taken else "")
     failures = graph.resolve_schemas()
     translator = _Translator(graph, result, failures)
     # Aggregates first pull in their chains and sources; then the rest, so every invocation

@@ -150,7 +150,7 @@ def type_of(tree: Tree, named) -> SplType:
     if tree.data == "enum_type":
         return SplType("enum", tuple(str(t) for t in tree.children))
     if tree.data == "named_type":
-        name = str(tree.children[0])
+        name = str(tree.children[-1])  # Composite.Type names the composite's type
         resolved = named(name.rpartition("::")[2])
         if resolved is None:
             raise UnsupportedType(f"unknown type {name}")
