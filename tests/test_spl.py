@@ -464,3 +464,60 @@ def test_the_example_translation_is_current_and_runs(spark, tmp_path):
     assert stats == [("s1", 3, 73.4, 4, 20.0, [3, 4, 5]), ("s2", 3, 78.8, 1, 25.5, [1, 2, 2])]
     minutes = results["SensorMinutes"]
     assert {r.sensor for r in minutes} == {"s1", "s2"} and all(r.readings > 0 for r in minutes)
+
+
+def test_cascaded_aggregates_and_logic_state():
+    app = """composite Main { graph
+      stream<rstring k, int32 v> In = Beacon() {}
+      stream<rstring k, int32 total> Totals = Aggregate(In) {
+        logic state: { mutable int32 unused = 0; }
+        window In: tumbling, count(2), partitioned; param partitionBy: k;
+        output Totals: total = Sum(v); }
+      stream<rstring k, int32 best> Best = Aggregate(Totals) {
+        window Totals: sliding, count(3), count(1), partitioned; param partitionBy: k;
+        output Best: best = Max(total); }
+      stream<rstring k, int32 n> Counted = Aggregate(In) {
+        logic onTuple In: { println(In); }
+        window In: tumbling, count(2); output Counted: n = Count(); } }"""
+    result = translate(app)
+    statements = by_stream(result)
+    assert [s.kind for s in result.statements] == ["source", "streaming_table",
+                                                   "streaming_table"]
+    assert "FROM STREAM(Totals)" in statements["Best"].sql  # the first streaming table
+    refused = {u.stream: u.reason for u in result.untranslated}
+    assert refused["Counted"] == "a logic clause runs SPL code per tuple (onTuple)"
+
+
+def test_a_cascade_of_aggregates_matches_the_model(spark):
+    """An Aggregate over another's output reads the first streaming table, in the order its
+    windows fired."""
+    tag = uuid.uuid4().hex[:8]
+    app = f"""composite Main {{ graph
+      stream<rstring key, int32 val> In_{tag} = Beacon() {{}}
+      stream<rstring key, int32 total> Totals_{tag} = Aggregate(In_{tag}) {{
+        window In_{tag}: tumbling, count(2), partitioned; param partitionBy: key;
+        output Totals_{tag}: total = Sum(val); }}
+      stream<rstring key, int32 best, list<int32> seen> Best_{tag} = Aggregate(Totals_{tag}) {{
+        window Totals_{tag}: sliding, count(3), count(1), partitioned; param partitionBy: key;
+        aggregateIncompleteWindows: true;
+        output Best_{tag}: best = Max(total), seen = Collect(total); }} }}"""
+    result = translate(app)
+    for statement in result.statements:
+        spark.sql(statement.sql)
+    rng = random.Random(7)
+    commits = [[{"key": rng.choice(["a", "b"]), "val": rng.randint(0, 9)} for _ in range(5)]
+               for _ in range(4)]
+    for commit in commits:
+        values = ", ".join(f"('{r['key']}', {r['val']})" for r in commit)
+        spark.sql(f"INSERT INTO In_{tag} SELECT /*+ COALESCE(1) */ * FROM VALUES {values}")
+        for statement in result.statements[1:]:
+            spark.sql(f"REFRESH STREAMING TABLE {statement.table}")
+    rows = [r for c in commits for r in c]
+    totals = [{"key": f["partition"], "total": sum(r["val"] for r in f["rows"])}
+              for f in tumbling_firings(rows, ("count", 2), partition_by=lambda r: r["key"])]
+    best = sliding_result(totals, ("count", 3), ("count", 1), partition_by=lambda r: r["key"],
+                          emit_incomplete=True)["firings"]
+    expected = [(f["partition"], max(r["total"] for r in f["rows"]),
+                 [r["total"] for r in f["rows"]]) for f in best]
+    streamed = [tuple(r)[:3] for r in spark.table(f"Best_{tag}").collect()]
+    assert comparable(streamed) == comparable(expected)

@@ -59,7 +59,7 @@ class Invocation:
     windows: dict[str, list[Tree]]  # port (alias or stream) -> the window's items
     params: dict[str, list[Tree]]
     assignments: dict[str, list[tuple[str, Tree]]]  # output stream -> (attribute, value)
-    has_logic: bool
+    logic: list[str]  # the logic clause's handlers: state, onTuple, onPunct, onProcess
     annotations: dict[str, dict[str, Tree]]
     place: Place
     window_places: dict[str, Place] = field(default_factory=dict)
@@ -191,7 +191,7 @@ class _Reader:
     def invocation(self, tree: Tree) -> Invocation:
         annotations = {}
         outputs, alias, operator, inputs = [], None, "", []
-        windows, window_places, params, assignments, has_logic = {}, {}, {}, {}, False
+        windows, window_places, params, assignments, logic = {}, {}, {}, {}, []
         for child in tree.children:
             if isinstance(child, Token):
                 continue
@@ -224,10 +224,10 @@ class _Reader:
                     assignments[str(item.children[0])] = [
                         (str(a.children[0]), a.children[1]) for a in item.children[1:]]
             elif child.data == "logic_clause":
-                has_logic = True
+                logic += [str(item.children[0]) for item in child.children]
         # `stream<T> Name as Alias = ...`: the alias names the invocation (and its output
         # clause may use it); the stream keeps its name.
         if alias is None and len(outputs) == 1:
             alias = outputs[0].alias
         return Invocation(operator, outputs, alias, inputs, windows, params, assignments,
-                          has_logic, annotations, place_of(tree, self.file), window_places)
+                          logic, annotations, place_of(tree, self.file), window_places)

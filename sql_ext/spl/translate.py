@@ -244,6 +244,7 @@ class _Translator:
         self.inputs: dict[str, aggregate.Input] = {}  # stream -> how it reads from a table
         self.done: set[str] = set()
         self.views: set[str] = set()
+        self.panes: set[str] = set()  # streaming tables of TIME_INTERVAL windows (upserted)
         self.tables: dict[str, str] = {}
 
     def table(self, stream: str) -> str:
@@ -254,8 +255,12 @@ class _Translator:
         if stream in self.inputs:
             return self.inputs[stream]
         producer = self.graph.producer.get(stream)
-        if producer is not None and producer.invocation.operator in ("Filter", "Functor") \
+        if producer is not None and producer.invocation.operator in TRANSLATED \
                 and self.translate_node(producer):
+            if stream in self.panes:
+                raise Untranslatable(f"{stream} is a table of event-time panes, whose rows a "
+                                     "late tuple replaces: Delta cannot stream it to another "
+                                     "window")
             return self.inputs[stream]
         if stream not in self.graph.schemas:
             raise Untranslatable(f"the type of input stream {stream} is unknown: "
@@ -315,7 +320,7 @@ class _Translator:
         """Translates `node` (once); False when it is not translated (reported)."""
         key = id(node)
         if key in self.done:
-            return all(o in self.inputs or o in self.views for o in node.outputs)
+            return all(o in self.inputs for o in node.outputs)
         self.done.add(key)
         invocation = node.invocation
         try:
@@ -325,8 +330,10 @@ class _Translator:
                     else ""
                 raise Untranslatable(f"{invocation.operator} is not translated (only Aggregate, "
                                      f"Filter and Functor are){becomes}")
-            if invocation.has_logic:
-                raise Untranslatable("a logic clause runs SPL code per tuple (state, onTuple)")
+            handlers = [h for h in invocation.logic if h != "state"]
+            if handlers:
+                raise Untranslatable(f"a logic clause runs SPL code per tuple ({handlers[0]})")
+            # State alone does nothing by itself; an output that uses it is refused by name.
             if len(node.inputs) != 1 or len(node.inputs[0]) != 1:
                 raise Untranslatable("several input streams: a streaming table reads one source "
                                      "(declare one source table for their union)")
@@ -418,10 +425,14 @@ class _Translator:
                + text.replace("{source}", f"STREAM({source.table})"))
         self.result.statements.append(Statement("streaming_table", stream, self.table(stream),
                                                 sql, query, node.file, _line(node, stream)))
+        # A cascade reads this streaming table (a Delta table that only grows, unless its
+        # panes are upserted).
         self.inputs[stream] = aggregate.Input(
             self.table(stream), [],
             Scope(dict(self.graph.schemas[stream]), {stream}, submission=self.graph.submission),
             None)
+        if kinds == ["timeInterval"]:
+            self.panes.add(stream)
 
 
 def _literal(value: str) -> Tree:
