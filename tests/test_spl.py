@@ -521,3 +521,22 @@ def test_a_cascade_of_aggregates_matches_the_model(spark):
                  [r["total"] for r in f["rows"]]) for f in best]
     streamed = [tuple(r)[:3] for r in spark.table(f"Best_{tag}").collect()]
     assert comparable(streamed) == comparable(expected)
+
+
+def test_several_input_streams_read_the_source_table_of_their_union():
+    app = """composite Main { graph
+      stream<rstring k, int32 v> East = Beacon() {}
+      stream<rstring k, int32 v> West = Beacon() {}
+      stream<rstring k, int32 w> Other = Beacon() {}
+      stream<rstring k, int32 top> Top = Aggregate(East, West) {
+        window East: tumbling, count(2), partitioned; param partitionBy: k;
+        output Top: top = Max(v); }
+      stream<rstring k, int32 top> Mixed = Aggregate(East, Other) {
+        window East: tumbling, count(2); output Mixed: top = Max(v); } }"""
+    result = translate(app)
+    union = result.statements[0]
+    assert (union.kind, union.stream, union.table) == ("source", "East, West", "East_West")
+    assert "FROM STREAM(East_West)" in by_stream(result)["Top"].sql
+    refused = {u.stream: u.reason for u in result.untranslated}
+    assert refused["Mixed"] == "several input streams (East, Other) whose types differ or are " \
+                               "unknown"

@@ -250,12 +250,39 @@ class _Translator:
     def table(self, stream: str) -> str:
         return quote(stream)
 
-    def source_for(self, stream: str, reader: Node) -> aggregate.Input:
+    def input_of(self, node: Node) -> str:
+        """The stream `node` reads; for several streams on its port, the source table of their
+        union (declared once)."""
+        streams = node.inputs[0]
+        if len(streams) == 1:
+            return streams[0]
+        name = "_".join(streams)
+        if name in self.inputs:
+            return name
+        for stream in streams:
+            producer = self.graph.producer.get(stream)
+            if producer is not None and producer.invocation.operator in TRANSLATED:
+                raise Untranslatable(f"several input streams, {stream} among them made by a "
+                                     f"translated {producer.invocation.operator}: Spark streams "
+                                     "one table, so their union must be a source table")
+        schemas = [self.graph.schemas.get(s) for s in streams]
+        if any(schema is None for schema in schemas) or any(
+                schema != schemas[0] for schema in schemas):
+            raise Untranslatable(f"several input streams ({', '.join(streams)}) whose types "
+                                 "differ or are unknown")
+        self.graph.schemas[name] = schemas[0]
+        producer = self.graph.producer.get(streams[0])
+        self.source_for(name, node, producer, ", ".join(streams))
+        return name
+
+    def source_for(self, stream: str, reader: Node, union_producer: Node | None = None,
+                   union_of: str | None = None) -> aggregate.Input:
         """How `reader` reads `stream`: a translated Filter/Functor chain, or a source table."""
         if stream in self.inputs:
             return self.inputs[stream]
-        producer = self.graph.producer.get(stream)
-        if producer is not None and producer.invocation.operator in TRANSLATED \
+        producer = self.graph.producer.get(stream, union_producer)
+        if union_of is None and producer is not None \
+                and producer.invocation.operator in TRANSLATED \
                 and self.translate_node(producer):
             if stream in self.panes:
                 raise Untranslatable(f"{stream} is a table of event-time panes, whose rows a "
@@ -275,12 +302,14 @@ class _Translator:
                                                                  self.graph.submission))
         source = aggregate.Input(self.table(stream), [], scope, event_time)
         self.inputs[stream] = source
-        scope.columns.update(self.declare_source(stream, producer))
+        scope.columns.update(self.declare_source(stream, producer, union_of))
         return source
 
-    def declare_source(self, stream: str, producer: Node | None) -> dict[str, str]:
-        """Declares `stream`'s source table; the SQL of attributes that are not its columns
-        of the same name (a Kafka message's key is `kafka_key`)."""
+    def declare_source(self, stream: str, producer: Node | None, union_of: str | None = None
+                       ) -> dict[str, str]:
+        """Declares `stream`'s source table (for `union_of`, the streams whose producers all
+        append to it); the SQL of attributes that are not its columns of the same name (a
+        Kafka message's key is `kafka_key`)."""
         columns = self.graph.schemas[stream]
         place = producer.invocation.place if producer else Place("", 0, 0)
         try:
@@ -289,7 +318,8 @@ class _Translator:
                 for n, t in columns)
         except UnsupportedType as error:
             raise Untranslatable(f"source stream {stream}: {error}") from None
-        if producer is not None and producer.invocation.operator == "KafkaConsumer":
+        if union_of is None and producer is not None \
+                and producer.invocation.operator == "KafkaConsumer":
             params = producer.invocation.params
             scope = Scope({}, submission=self.graph.submission)
             topic = constant(params["topic"][0], scope) if "topic" in params else stream
@@ -312,7 +342,7 @@ class _Translator:
                    "USING DELTA")
             renamed = {}
         self.result.statements.append(Statement(
-            "source", stream, self.table(stream), sql, None, place.file,
+            "source", union_of or stream, self.table(stream), sql, None, place.file,
             _line(producer, stream) if producer else 0))
         return renamed
 
@@ -334,9 +364,8 @@ class _Translator:
             if handlers:
                 raise Untranslatable(f"a logic clause runs SPL code per tuple ({handlers[0]})")
             # State alone does nothing by itself; an output that uses it is refused by name.
-            if len(node.inputs) != 1 or len(node.inputs[0]) != 1:
-                raise Untranslatable("several input streams: a streaming table reads one source "
-                                     "(declare one source table for their union)")
+            if len(node.inputs) != 1:
+                raise Untranslatable(f"{len(node.inputs)} input ports: a window reads one")
             for stream in node.outputs:
                 if stream in self.failures:
                     raise Untranslatable(f"output stream {stream}: {self.failures[stream]}")
@@ -363,12 +392,12 @@ class _Translator:
         if len(node.outputs) != 1:
             raise Untranslatable(f"{invocation.operator} with {len(node.outputs)} output ports "
                                  "(a view has one)")
-        upstream = self.source_for(node.inputs[0][0], node)
+        upstream = self.source_for(self.input_of(node), node)
         stream = node.outputs[0]
         out = self.graph.schemas[stream]
         names = self._port_names(node)
         # The view reads its input by name; the chain inlines it for streaming tables.
-        local = Scope(dict(self.graph.schemas.get(node.inputs[0][0], [])), names, node.params,
+        local = Scope(dict(self.graph.schemas.get(self.input_of(node), [])), names, node.params,
                       self.graph.submission)
         inlined = Scope(upstream.scope.attributes, names, node.params, self.graph.submission,
                         columns=upstream.scope.columns)
@@ -408,7 +437,7 @@ class _Translator:
         invocation = node.invocation
         if not invocation.windows:
             raise Untranslatable("an Aggregate without a window clause")
-        source = self.source_for(node.inputs[0][0], node)
+        source = self.source_for(self.input_of(node), node)
         names = self._port_names(node)
         window_items = next(iter(invocation.windows.values()))
         kinds = [str(i.children[0]) for i in window_items[:1] if isinstance(i, Tree)]
