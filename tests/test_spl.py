@@ -540,3 +540,29 @@ def test_several_input_streams_read_the_source_table_of_their_union():
     refused = {u.stream: u.reason for u in result.untranslated}
     assert refused["Mixed"] == "several input streams (East, Other) whose types differ or are " \
                                "unknown"
+
+
+def test_partition_eviction_and_emit_options():
+    app = """composite Main { graph
+      stream<rstring k, int32 v> In = Beacon() {}
+      stream<rstring k, int32 top> A = Aggregate(In) {
+        window In: tumbling, count(4), partitioned, partitionAge(30.0);
+        param partitionBy: k; aggregateEvictedPartitions: true;
+        output A: top = Max(v); }
+      stream<rstring k, int32 top> B = Aggregate(In) {
+        window In: sliding, count(4), count(1), partitioned, tupleCount(100);
+        param partitionBy: k; aggregateIncompleteWindows: true;
+        output B: top = Max(v); }
+      stream<rstring k, int32 top> C = Aggregate(In) {
+        window In: tumbling, count(0), partitioned, partitionCount(5);
+        param partitionBy: k; output C: top = Max(v); } }"""
+    result = translate(app)
+    statements = by_stream(result)
+    assert statements["A"].sql.endswith(
+        "WINDOW TUMBLING COUNT(4) OVER (PARTITION BY k) PARTITION EVICTION AGE(30.0) EMIT EVICTED")
+    assert statements["B"].sql.endswith("WINDOW SLIDING COUNT(4) TRIGGER COUNT(1) OVER "
+                                        "(PARTITION BY k) PARTITION EVICTION TUPLES(100) "
+                                        "EMIT INCOMPLETE")
+    refused = {u.stream: u for u in result.untranslated}
+    assert refused["C"].reason == "count(0): SQL windows count at least 1 tuple"
+    assert (refused["C"].line, refused["C"].column) == (12, 30)  # at count(0)
