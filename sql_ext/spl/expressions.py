@@ -240,14 +240,11 @@ def _numeric(ta, tb):
     return wider(ta, tb)
 
 
-def _and(tree, scope):
-    return f"({translate(tree.children[0], scope)[0]} AND " \
-           f"{translate(tree.children[1], scope)[0]})", BOOLEAN
-
-
-def _or(tree, scope):
-    return f"({translate(tree.children[0], scope)[0]} OR " \
-           f"{translate(tree.children[1], scope)[0]})", BOOLEAN
+def _logical(word: str):
+    def handler(tree, scope):
+        left, right = (translate(c, scope)[0] for c in tree.children)
+        return f"({left} {word} {right})", BOOLEAN
+    return handler
 
 
 def _not(tree, scope):
@@ -378,7 +375,7 @@ def _call(tree, scope):
 
 _HANDLERS = {
     "name": _name, "member": _member, "param_ref": _param_ref, "number": _number,
-    "string": _string, "binop": _binop, "and_": _and, "or_": _or, "not_": _not, "neg": _neg,
+    "string": _string, "binop": _binop, "and_": _logical("AND"), "or_": _logical("OR"), "not_": _not, "neg": _neg,
     "bnot": _bnot, "conditional": _conditional, "in_": _in, "cast": _cast, "index": _index,
     "list_lit": _list, "map_lit": _map, "tuple_lit": _tuple, "true": _true, "false": _false,
     "call": _call,
