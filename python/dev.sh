@@ -5,7 +5,7 @@
 #   .tools/sbt/     sbt launcher and its caches (the JVM build)
 #   .cache/jars/    Delta's JVM jars from Maven Central
 #   dist/           the wheel (`wheel`), which carries the compiled extension jar
-# Usage: bash python/dev.sh setup | main | test | soak | wheel | bench [args] | load [args] | profile [args]
+# Usage: bash python/dev.sh setup | main | test | soak | docs | wheel | bench [args] | load [args] | profile [args]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -28,7 +28,7 @@ setup_python() {
     # measured 40-48 s where pip took 65 s (warm cache) to 123 s (cold).
     say "installing Python packages with uv (pyspark is large: under a minute)"
     "$PY" -m pip install -q "uv>=0.5"
-    "$VENV/bin/uv" pip install -q --python "$PY" -e ".[test,dbt,connect]"
+    "$VENV/bin/uv" pip install -q --python "$PY" -e ".[test,dbt,connect,docs]"
     touch "$stamp"
   fi
   export PYSPARK_PYTHON="$PY"
@@ -174,6 +174,8 @@ case "${1:-}" in
     # orders heavy tests first.
     if [ "${SQL_EXT_SOAK:-}" = 1 ]; then set -- -m soak "$@"; fi
     exec "$PY" -m pytest -n "$workers" --dist loadgroup --no-loadscope-reorder "$@" ;;
+  # The documentation site, strict (a broken link or a page outside the navigation fails).
+  docs) setup_python; shift; exec "$PY" -m mkdocs build --strict "$@" ;;
   wheel) wheel ;;
   bench) setup; shift; exec "$PY" python/bench.py "$@" ;;
   load) setup; shift; exec "$PY" python/thrift_load.py "$@" ;;
@@ -184,5 +186,5 @@ case "${1:-}" in
   # A Kafka broker on 127.0.0.1:9092 (or the port given) until Ctrl-C, for the Kafka example.
   kafka) setup_python; shift; exec "$PY" tests/kafka_broker.py serve "$@" ;;
   sbt) setup_python; fetched_jars; shift; sbt "$@" ;;
-  *) echo "usage: bash python/dev.sh setup|main|test|soak|pytest|wheel|bench|load|manage-load|share-bench|profile|kafka|sbt ..." >&2; exit 2 ;;
+  *) echo "usage: bash python/dev.sh setup|main|test|soak|pytest|docs|wheel|bench|load|manage-load|share-bench|profile|kafka|sbt ..." >&2; exit 2 ;;
 esac

@@ -1,0 +1,69 @@
+"""The documentation site: `mkdocs build --strict` passes (no broken link, no page outside the
+navigation), and every SQL example of the reference pages runs, in order, with the output its
+page shows.
+
+A page's ```sql blocks run one after another in the test's session (one statement each); a
+```text block right after one is the output of that statement, as `DataFrame.show()` prints it
+(no truncation). SQL_EXT_DOCS_RECORD=1 prints what each example gives instead of comparing, to
+write a new page."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = sorted((ROOT / "docs" / "reference").glob("*.md"))
+FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```\s*$", re.S | re.M)
+
+
+def examples(page: Path) -> list[tuple[str, str | None]]:
+    """(statement, expected output or None) of each ```sql block, in page order."""
+    blocks = [(m.group(1), m.group(2)) for m in FENCE.finditer(page.read_text())]
+    found = []
+    for i, (language, body) in enumerate(blocks):
+        if language != "sql":
+            continue
+        following = blocks[i + 1] if i + 1 < len(blocks) else None
+        expected = following[1] if following and following[0] == "text" else None
+        found.append((body.strip().rstrip(";"), expected))
+    return found
+
+
+def test_the_site_builds_strictly(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
+                           str(tmp_path / "site")], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert (tmp_path / "site" / "reference" / "windows" / "index.html").exists()
+
+
+def test_a_broken_link_fails_the_build(tmp_path):
+    """The strict build is a check: a page with a link to nothing fails it."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text("# Home\n\n[nowhere](missing.md)\n")
+    (tmp_path / "mkdocs.yml").write_text("site_name: t\nnav:\n  - Home: index.md\n")
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and "missing.md" in done.stderr
+
+
+@pytest.mark.parametrize("page", REFERENCE, ids=lambda p: p.name)
+def test_reference_examples_run_with_the_output_shown(spark, page):
+    found = examples(page)
+    assert found, f"{page.name} has no SQL example"
+    for statement, expected in found:
+        frame = spark.sql(statement)
+        if expected is None:
+            continue
+        got = frame._show_string(100, False)
+        if os.environ.get("SQL_EXT_DOCS_RECORD"):
+            print(f"\n{page.name}:\n{statement}\n```text\n{got}```")
+            continue
+        assert got == expected, f"{page.name}: {statement}\n--- shown ---\n{expected}" \
+                                f"--- got ---\n{got}"
