@@ -175,7 +175,7 @@ case "${1:-}" in
     if [ "${SQL_EXT_SOAK:-}" = 1 ]; then set -- -m soak "$@"; fi
     exec "$PY" -m pytest -n "$workers" --dist loadgroup --no-loadscope-reorder "$@" ;;
   # The documentation site, strict (a broken link or a page outside the navigation fails).
-  docs) setup_python; shift; exec "$PY" -m mkdocs build --strict "$@" ;;
+  docs) setup_python; shift; NO_MKDOCS_2_WARNING=1 exec "$PY" -m mkdocs build --strict "$@" ;;
   wheel) wheel ;;
   bench) setup; shift; exec "$PY" python/bench.py "$@" ;;
   load) setup; shift; exec "$PY" python/thrift_load.py "$@" ;;

@@ -19,6 +19,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = sorted((ROOT / "docs" / "reference").glob("*.md"))
+# Material's notice about MkDocs 2 on every build: nothing to act on here.
+QUIET = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
 FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```\s*$", re.S | re.M)
 
 
@@ -37,7 +39,8 @@ def examples(page: Path) -> list[tuple[str, str | None]]:
 
 def test_the_site_builds_strictly(tmp_path):
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
-                           str(tmp_path / "site")], cwd=ROOT, capture_output=True, text=True)
+                           str(tmp_path / "site")], cwd=ROOT, capture_output=True, text=True,
+                          env=QUIET)
     assert done.returncode == 0, done.stderr[-4000:]
     assert (tmp_path / "site" / "reference" / "windows" / "index.html").exists()
 
@@ -49,7 +52,7 @@ def test_a_broken_link_fails_the_build(tmp_path):
     (docs / "index.md").write_text("# Home\n\n[nowhere](missing.md)\n")
     (tmp_path / "mkdocs.yml").write_text("site_name: t\nnav:\n  - Home: index.md\n")
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=tmp_path,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=QUIET)
     assert done.returncode != 0 and "missing.md" in done.stderr
 
 
