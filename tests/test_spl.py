@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from oracle import tumbling_firings
 from oracle_panes import pane_firings
 from oracle_sliding import sliding_result
-from scale import examples
+from scale import examples, size
 
 from sql_ext.spl import translate, translate_sources
 
@@ -372,6 +372,7 @@ def run_translation(spark, app, commits, streaming=False):
     return batch, streamed
 
 
+@pytest.mark.soak
 @SETTINGS
 @given(commits=appends(), shape=st.sampled_from(sorted(SHAPES)), partitioned=st.booleans(),
        grouped=st.booleans(), incomplete=st.booleans(),
@@ -389,7 +390,12 @@ def test_random_aggregates_match_the_model(spark, commits, shape, partitioned, g
     assert comparable(got) == comparable(expected), app
 
 
-@pytest.mark.parametrize("shape", sorted(SHAPES))
+# The suite streams three shapes (file punctuation, a delta eviction, a delta trigger; the
+# count shapes stream in the cascade and example tests), the soak every shape: the
+# translation is the batch one, which the random test checks for every shape.
+@pytest.mark.soak
+@pytest.mark.parametrize("shape", size(["tumbling punct", "sliding delta count",
+                                        "sliding count delta"], sorted(SHAPES)))
 def test_every_shape_and_function_as_a_streaming_table(spark, shape):
     rng = random.Random(shape)
     commits = [[{"key": rng.choice(["k1", "k2"]), "grp": rng.choice(["g1", "g2"]),
@@ -408,6 +414,7 @@ def test_every_shape_and_function_as_a_streaming_table(spark, shape):
     assert comparable(streamed) == comparable(batch)
 
 
+@pytest.mark.soak
 @SETTINGS
 @given(seconds=st.lists(st.integers(0, 90), min_size=1, max_size=25),
        duration=st.sampled_from([10, 30]), halves=st.booleans(), lag=st.sampled_from([0, 5]),
