@@ -135,9 +135,10 @@ test_jvms() {
     > "$conf/conf/spark-defaults.conf"
   export SQL_EXT_TEST_SPARK_CONF_DIR="$conf/conf"
   unset SPARK_CONF_DIR
-  export PYSPARK_SUBMIT_ARGS="--properties-file $conf/started.conf pyspark-shell"
+  # PySpark splits these as a shell would: the file's path is quoted (a folder with a space).
+  export PYSPARK_SUBMIT_ARGS="--properties-file '$conf/started.conf' pyspark-shell"
   # tests/conftest.py: the workers' own long-lived sessions (C2).
-  export SQL_EXT_TEST_SESSION_ARGS="--properties-file $conf/session.conf pyspark-shell"
+  export SQL_EXT_TEST_SESSION_ARGS="--properties-file '$conf/session.conf' pyspark-shell"
   export SPARK_DAEMON_JAVA_OPTS="$c1"  # a standalone master and workers
 }
 

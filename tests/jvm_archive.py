@@ -30,8 +30,9 @@ QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
 def use_options(archive: Path) -> str:
-    """JVM options that map `archive`."""
-    return f"-XX:SharedArchiveFile={archive} {QUIET}"
+    """JVM options that map `archive`. Spark's launcher splits Java options at spaces outside
+    quotes: the path is quoted, for a checkout in a folder with a space."""
+    return f"'-XX:SharedArchiveFile={archive}' {QUIET}"
 
 
 def is_current(archive: Path) -> bool:
@@ -98,7 +99,7 @@ def build(archive: Path) -> None:
     dumped = archive.with_suffix(".part")
     dumped.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="sql_ext_cds_") as work:
-        options = f"-XX:TieredStopAtLevel=1 -XX:ArchiveClassesAtExit={dumped} {QUIET}"
+        options = f"-XX:TieredStopAtLevel=1 '-XX:ArchiveClassesAtExit={dumped}' {QUIET}"
         env = dict(os.environ, SQL_EXT_CDS_TRAIN=work,
                    PYSPARK_SUBMIT_ARGS=f'--driver-java-options "{options}" pyspark-shell')
         env.pop("SPARK_CONF_DIR", None)  # a non-empty folder on the class path: no archive
