@@ -1,14 +1,15 @@
 """The documentation site: `mkdocs build --strict` passes (no broken link, no page outside the
-navigation), and every SQL example of the reference pages runs, in order, with the output its
-page shows.
+navigation), every SQL example of the reference pages runs, in order, with the output its
+page shows, and the command-line page is what the command's parser says.
 
 A page's ```sql blocks run one after another in the test's session (one statement each); a
 ```text block right after one is the output of that statement, as `DataFrame.show()` prints it
 (no truncation). SQL_EXT_DOCS_RECORD=1 prints what each example gives instead of comparing, to
-write a new page."""
+write a new page, and writes docs/reference/cli.md anew."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
@@ -16,6 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from sql_ext.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = sorted((ROOT / "docs" / "reference").glob("*.md"))
@@ -70,3 +73,36 @@ def test_reference_examples_run_with_the_output_shown(spark, page):
             continue
         assert got == expected, f"{page.name}: {statement}\n--- shown ---\n{expected}" \
                                 f"--- got ---\n{got}"
+
+
+def cli_page() -> str:
+    """docs/reference/cli.md from `sql-ext`'s parser: every command, every flag, its help."""
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {c.dest: c.help or "" for c in commands._choices_actions}
+    lines = ["# The sql-ext command", "",
+             "`sql-ext` is installed with the package (`.venv/bin/sql-ext` in a checkout). "
+             "`sql-ext --version` prints the version; `sql-ext <command> --help` prints a "
+             "command's flags.", ""]
+    for name, command in commands.choices.items():
+        lines += [f"## `sql-ext {name}`", "", helps[name][:1].upper() + helps[name][1:] + ".", ""]
+        rows = []
+        for action in command._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            flag = ", ".join(action.option_strings) or action.metavar or action.dest
+            if action.option_strings and action.nargs != 0:
+                flag += f" {action.metavar or action.dest.upper()}"
+            text = (action.help or "").replace("|", "\\|").replace("\n", " ")
+            rows.append(f"| `{flag}` | {text} |")
+        if rows:
+            lines += ["| flag | meaning |", "| --- | --- |", *rows, ""]
+    return "\n".join(lines)
+
+
+def test_the_cli_page_is_the_parser_s():
+    page = ROOT / "docs" / "reference" / "cli.md"
+    if os.environ.get("SQL_EXT_DOCS_RECORD"):
+        page.write_text(cli_page())
+    assert page.read_text() == cli_page(), "docs/reference/cli.md is not the parser's: " \
+        "SQL_EXT_DOCS_RECORD=1 bash python/dev.sh pytest tests/test_docs.py writes it"
