@@ -21,7 +21,9 @@ import pytest
 from sql_ext.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = sorted((ROOT / "docs" / "reference").glob("*.md"))
+# The reference pages with SQL (the command-line and settings pages have none).
+REFERENCE = sorted(p for p in (ROOT / "docs" / "reference").glob("*.md")
+                   if "```sql" in p.read_text())
 # Material's notice about MkDocs 2 on every build: nothing to act on here.
 QUIET = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
 FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```\s*$", re.S | re.M)
@@ -106,3 +108,23 @@ def test_the_cli_page_is_the_parser_s():
         page.write_text(cli_page())
     assert page.read_text() == cli_page(), "docs/reference/cli.md is not the parser's: " \
         "SQL_EXT_DOCS_RECORD=1 bash python/dev.sh pytest tests/test_docs.py writes it"
+
+
+# Names that look like settings but are SQL functions of the extension.
+FUNCTION_NAMES = {"SQL_EXT_WINDOW", "SQL_EXT_ARRIVAL", "SQL_EXT_ARRIVAL_FILE"}
+
+
+def test_every_setting_and_environment_variable_is_on_the_settings_page():
+    page = (ROOT / "docs" / "reference" / "settings.md").read_text()
+    found = set()
+    for folder, pattern in (("sql_ext", r"SQL_EXT_[A-Z_]+|spark\.sql_ext\.[a-z_.]*[a-z]"),
+                            ("python", r"SQL_EXT_[A-Z_]+"), ("tests", r"SQL_EXT_[A-Z_]+"),
+                            ("examples", r"SQL_EXT_[A-Z_]+"), ("build.sbt", r"SQL_EXT_[A-Z_]+"),
+                            ("jvm/src/main", r"spark\.sql_ext\.[a-z_.]*[a-z]")):
+        root = ROOT / folder
+        for path in [root] if root.is_file() else root.rglob("*"):
+            if path.is_file() and path.suffix in (".py", ".sh", ".scala", ".sbt", ".sql",
+                                                  ".yml", ".md"):
+                found |= set(re.findall(pattern, path.read_text(errors="replace")))
+    missing = sorted(found - FUNCTION_NAMES - {n for n in found if f"`{n}`" in page})
+    assert not missing, f"not on docs/reference/settings.md: {missing}"
