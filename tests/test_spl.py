@@ -547,6 +547,17 @@ def test_several_input_streams_read_the_source_table_of_their_union():
     refused = {u.stream: u.reason for u in result.untranslated}
     assert refused["Mixed"] == "several input streams (East, Other) whose types differ or are " \
                                "unknown"
+    filtered = translate(app.replace("Mixed = Aggregate(East, Other) {",
+                                     "Mixed = Aggregate(Kept) {")
+                         .replace("window East: tumbling, count(2); output Mixed",
+                                  "window Kept: tumbling, count(2); output Mixed")
+                         .replace("stream<rstring k, int32 w> Other = Beacon() {}",
+                                  "stream<rstring k, int32 v> Kept = Filter(East, West) "
+                                  "{ param filter: v > 0; }"))
+    # A Filter over both streams reads their union table too, as a view and inlined.
+    kept = by_stream(filtered)["Kept"]
+    assert kept.sql.endswith("FROM East_West\nWHERE (v > 0)")
+    assert "FROM STREAM(East_West)\nWHERE (v > 0)" in by_stream(filtered)["Mixed"].sql
 
 
 def test_partition_eviction_and_emit_options():

@@ -81,6 +81,11 @@ def _items(window: list) -> tuple[str, list[tuple[str, list, Tree]]]:
     return kind or "", calls[1:] if calls and calls[0][0] == kind else calls
 
 
+def window_kind(window: list) -> str:
+    """tumbling, sliding or timeInterval: the first word of SPL's window clause."""
+    return _items(window)[0]
+
+
 def _number_sql(value) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 

@@ -63,8 +63,7 @@ def number(text: str) -> tuple[str, SplType]:
         return _integer(str(value), suffix)
     body = lowered.rstrip("abcdefghijklmnopqrstuvwxyz")
     suffix = lowered[len(body):]
-    if "e" in body or "." in body or "d" in suffix or (suffix and "u" not in suffix
-                                                        and "s" not in suffix and "." in body):
+    if "e" in body or "." in body or "d" in suffix:
         if "d" in suffix:
             kind = {"w": "decimal32", "l": "decimal128"}.get(suffix.replace("d", ""), "decimal64")
             return f"CAST('{body}' AS {spark_type(SplType(kind))})", SplType(kind)
@@ -375,7 +374,8 @@ def _call(tree, scope):
 
 _HANDLERS = {
     "name": _name, "member": _member, "param_ref": _param_ref, "number": _number,
-    "string": _string, "binop": _binop, "and_": _logical("AND"), "or_": _logical("OR"), "not_": _not, "neg": _neg,
+    "string": _string, "binop": _binop, "and_": _logical("AND"), "or_": _logical("OR"),
+    "not_": _not, "neg": _neg,
     "bnot": _bnot, "conditional": _conditional, "in_": _in, "cast": _cast, "index": _index,
     "list_lit": _list, "map_lit": _map, "tuple_lit": _tuple, "true": _true, "false": _false,
     "call": _call,

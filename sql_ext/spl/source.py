@@ -6,7 +6,7 @@ expressions.py translates.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
@@ -62,7 +62,6 @@ class Invocation:
     logic: list[str]  # the logic clause's handlers: state, onTuple, onPunct, onProcess
     annotations: dict[str, dict[str, Tree]]
     place: Place
-    window_places: dict[str, Place] = field(default_factory=dict)
 
 
 @dataclass
@@ -191,7 +190,7 @@ class _Reader:
     def invocation(self, tree: Tree) -> Invocation:
         annotations = {}
         outputs, alias, operator, inputs = [], None, "", []
-        windows, window_places, params, assignments, logic = {}, {}, {}, {}, []
+        windows, params, assignments, logic = {}, {}, {}, []
         for child in tree.children:
             if isinstance(child, Token):
                 continue
@@ -215,7 +214,6 @@ class _Reader:
                 for item in child.children:
                     port = str(item.children[0])
                     windows[port] = list(item.children[1:])
-                    window_places[port] = place_of(item, self.file)
             elif child.data == "param_clause":
                 for item in child.children:
                     params[str(item.children[0])] = list(item.children[1:])
@@ -230,4 +228,4 @@ class _Reader:
         if alias is None and len(outputs) == 1:
             alias = outputs[0].alias
         return Invocation(operator, outputs, alias, inputs, windows, params, assignments,
-                          logic, annotations, place_of(tree, self.file), window_places)
+                          logic, annotations, place_of(tree, self.file))

@@ -112,17 +112,16 @@ def _substitute(tree, params: dict[str, Tree]):
 
 class _Graph:
     def __init__(self, units: list[Unit], submission: dict[str, str]):
-        self.units = units
         self.submission = submission
         self.composites: dict[str, tuple[Composite, Unit]] = {}
-        self.types: dict[str, Tree] = {}
+        unit_types: dict[str, Tree] = {}
         composite_types: dict[str, Tree] = {}  # Composite.Type, found by its last name
         for unit in units:
-            self.types.update(unit.types)
+            unit_types.update(unit.types)
             for composite in unit.composites.values():
                 self.composites[composite.name] = (composite, unit)
                 composite_types.update(composite.types)
-        self.types = {**composite_types, **self.types}
+        self.types = {**composite_types, **unit_types}
         self.nodes: list[Node] = []
         self.producer: dict[str, Node] = {}
         self.schemas: dict[str, list[tuple[str, SplType]]] = {}
@@ -216,7 +215,7 @@ def _line(node: Node, stream: str) -> int:
     return node.invocation.place.line
 
 
-def _event_time(node: Node, graph: _Graph, scope: Scope) -> tuple[str, float] | None:
+def _event_time(node: Node, scope: Scope) -> tuple[str, float] | None:
     annotation = node.invocation.annotations.get("eventTime")
     if annotation is None:
         return None
@@ -242,10 +241,8 @@ class _Translator:
         self.result = result
         self.failures = failures
         self.inputs: dict[str, aggregate.Input] = {}  # stream -> how it reads from a table
-        self.done: set[str] = set()
-        self.views: set[str] = set()
+        self.done: set[int] = set()  # the nodes tried, by id
         self.panes: set[str] = set()  # streaming tables of TIME_INTERVAL windows (upserted)
-        self.tables: dict[str, str] = {}
 
     def table(self, stream: str) -> str:
         return quote(stream)
@@ -272,12 +269,13 @@ class _Translator:
                                  "differ or are unknown")
         self.graph.schemas[name] = schemas[0]
         producer = self.graph.producer.get(streams[0])
-        self.source_for(name, node, producer, ", ".join(streams))
+        self.source_for(name, producer, ", ".join(streams))
         return name
 
-    def source_for(self, stream: str, reader: Node, union_producer: Node | None = None,
+    def source_for(self, stream: str, union_producer: Node | None = None,
                    union_of: str | None = None) -> aggregate.Input:
-        """How `reader` reads `stream`: a translated Filter/Functor chain, or a source table."""
+        """How `stream` is read: a translated Filter/Functor chain, an Aggregate's streaming
+        table, or a source table."""
         if stream in self.inputs:
             return self.inputs[stream]
         producer = self.graph.producer.get(stream, union_producer)
@@ -297,9 +295,8 @@ class _Translator:
                       submission=self.graph.submission)
         event_time = None
         if producer is not None:
-            event_time = _event_time(producer, self.graph, Scope(dict(columns), {stream},
-                                                                 producer.params,
-                                                                 self.graph.submission))
+            event_time = _event_time(producer, Scope(dict(columns), {stream}, producer.params,
+                                                     self.graph.submission))
         source = aggregate.Input(self.table(stream), [], scope, event_time)
         self.inputs[stream] = source
         scope.columns.update(self.declare_source(stream, producer, union_of))
@@ -392,12 +389,13 @@ class _Translator:
         if len(node.outputs) != 1:
             raise Untranslatable(f"{invocation.operator} with {len(node.outputs)} output ports "
                                  "(a view has one)")
-        upstream = self.source_for(self.input_of(node), node)
+        read = self.input_of(node)
+        upstream = self.source_for(read)
         stream = node.outputs[0]
         out = self.graph.schemas[stream]
         names = self._port_names(node)
         # The view reads its input by name; the chain inlines it for streaming tables.
-        local = Scope(dict(self.graph.schemas.get(self.input_of(node), [])), names, node.params,
+        local = Scope(dict(self.graph.schemas.get(read, [])), names, node.params,
                       self.graph.submission)
         inlined = Scope(upstream.scope.attributes, names, node.params, self.graph.submission,
                         columns=upstream.scope.columns)
@@ -422,12 +420,11 @@ class _Translator:
             where.append(sql_of(condition[0], inlined)[0])
             view_where = f"\nWHERE {sql_of(condition[0], local)[0]}"
         query = ("SELECT " + ",\n       ".join(projections)
-                 + f"\nFROM {self.table(node.inputs[0][0])}{view_where}")
+                 + f"\nFROM {self.table(read)}{view_where}")
         self.result.statements.append(Statement(
             "view", stream, self.table(stream),
             f"CREATE OR REPLACE VIEW {self.table(stream)} AS\n{query}", query,
             node.file, _line(node, stream)))
-        self.views.add(stream)
         self.inputs[stream] = aggregate.Input(
             upstream.table, where,
             Scope(types, {stream}, submission=self.graph.submission, columns=columns),
@@ -437,12 +434,12 @@ class _Translator:
         invocation = node.invocation
         if not invocation.windows:
             raise Untranslatable("an Aggregate without a window clause")
-        source = self.source_for(self.input_of(node), node)
+        source = self.source_for(self.input_of(node))
         names = self._port_names(node)
         window_items = next(iter(invocation.windows.values()))
-        kinds = [str(i.children[0]) for i in window_items[:1] if isinstance(i, Tree)]
+        panes = aggregate.window_kind(window_items) == "timeInterval"
         scope = Scope(source.scope.attributes, names, node.params, self.graph.submission,
-                      pane_functions=kinds == ["timeInterval"], columns=source.scope.columns)
+                      pane_functions=panes, columns=source.scope.columns)
         bound = aggregate.Input(source.table, source.where, scope, source.event_time)
         window = aggregate.window_clause(window_items, invocation.params, bound)
         stream = node.outputs[0]
@@ -460,7 +457,7 @@ class _Translator:
             self.table(stream), [],
             Scope(dict(self.graph.schemas[stream]), {stream}, submission=self.graph.submission),
             None)
-        if kinds == ["timeInterval"]:
+        if panes:
             self.panes.add(stream)
 
 
@@ -484,9 +481,10 @@ def translate_sources(sources: list[tuple[str, str]], params: dict[str, str] | N
         except SplSyntaxError as error:
             result.untranslated.append(Untranslated("", "", file, error.place.line,
                                                     error.place.column, error.reason))
-    graph = _Graph(units, dict(params or {}))
+    params = dict(params or {})
+    graph = _Graph(units, params)
+    bound = {f"${k}": _literal(v) for k, v in params.items()}
     for composite, unit in graph.mains():
-        bound = {f"${k}": _literal(v) for k, v in (params or {}).items()}
         taken = set(graph.producer)
         ours = {d.name for i in composite.invocations for d in i.outputs}
         # Main composites' streams keep their names, unless two of them use one.

@@ -154,11 +154,11 @@ def _uses_arrival(select: exp.Select) -> bool:
     return select.find(*ARRIVAL_AGGREGATES) is not None
 
 
-def arrival_ordered(node: exp.Expression, model: WindowModel, argument: exp.Expression,
+def arrival_ordered(node: exp.Expression, model: WindowModel, rewrite,
                     streaming: bool = False) -> exp.Expression | None:
     """FIRST(x) -> MIN_BY(x, <arrival>), LAST(x) -> MAX_BY(x, <arrival>), COLLECT_LIST(x) ->
-    x's values sorted by arrival; None for a node that is not such an aggregate. `argument` is
-    x already rewritten for the window's output. Spark leaves the order of an aggregate's
+    x's values sorted by arrival; None for a node that is not such an aggregate. `rewrite`
+    turns x into its form over the window's output. Spark leaves the order of an aggregate's
     input unspecified; over a window's tuples there is one order, the arrival order (the
     ORDER BY value, then the source's order), and SPL's First, Last and Collect follow it.
     FIRST(x, true) / IGNORE NULLS skips NULL values as Spark does; COLLECT_LIST skips them.
@@ -167,9 +167,11 @@ def arrival_ordered(node: exp.Expression, model: WindowModel, argument: exp.Expr
     it is the whole key."""
     ignore_nulls = isinstance(node, exp.IgnoreNulls)
     inner = node.this if ignore_nulls else node
-    if not isinstance(inner, ARRIVAL_AGGREGATES) or isinstance(node.parent, exp.Window) \
+    if not isinstance(inner, ARRIVAL_AGGREGATES) or inner.this is None \
+            or isinstance(node.parent, exp.Window) \
             or (isinstance(inner, exp.ArrayAgg) and isinstance(inner.this, exp.Distinct)):
         return None
+    argument = inner.this.copy().transform(rewrite)
     key = exp.column(contract.ARRIVAL_COLUMN)
     if model.order_by is not None and not streaming:
         key = exp.func("struct", exp.column(contract.ORDER_COLUMN), key)
@@ -372,12 +374,9 @@ def lower_parts(select: exp.Select, streaming: bool = False) -> LoweredWindow:
         if isinstance(node, exp.Anonymous) and node.name.lower() in udaf_names.registered():
             return _batched_udaf_call(node)
         if isinstance(node, (exp.IgnoreNulls, *ARRIVAL_AGGREGATES)):
-            inner = node.this if isinstance(node, exp.IgnoreNulls) else node
-            if isinstance(inner, ARRIVAL_AGGREGATES) and inner.this is not None:
-                ordered = arrival_ordered(node, model, inner.this.copy().transform(substitute),
-                                          streaming)
-                if ordered is not None:
-                    return ordered
+            ordered = arrival_ordered(node, model, substitute, streaming)
+            if ordered is not None:
+                return ordered
         if isinstance(node, exp.Column) and node.table:
             return exp.column(node.name, quoted=node.this.quoted)  # the source is now __sx_w
         return node

@@ -84,15 +84,17 @@ object MicroBatchOrder {
     }
   }
 
-  /** A pane's tuples of one micro-batch in arrival order, their arrival column renumbered as
-   *  a window's are. Panes keep no ORDER BY bookkeeping: event time places their tuples. */
-  def arrivalNumbered(spec: WindowSpec, input: StructType, rows: Array[Row],
-      handle: StatefulProcessorHandle): Array[Row] = {
-    val seqIndex = input.fieldNames.indexOf(WindowSpec.SeqColumn)
-    if (seqIndex < 0) return rows
-    val form = rowForm(spec, input)
-    renumber(form.sort(rows), form, seqIndex, handle)
-    rows
+  /** For panes: a key's tuples of one micro-batch in arrival order, their arrival column
+   *  renumbered as a window's are. Panes keep no ORDER BY bookkeeping: event time places their
+   *  tuples. Built once per processor (the ordering is made here, not per key). */
+  final class PaneNumbering(spec: WindowSpec, input: StructType) extends Serializable {
+    private val seqIndex = input.fieldNames.indexOf(WindowSpec.SeqColumn)
+    private val form = rowForm(spec, input)
+
+    def apply(rows: Array[Row], handle: StatefulProcessorHandle): Array[Row] = {
+      if (seqIndex >= 0) renumber(form.sort(rows), form, seqIndex, handle)
+      rows
+    }
   }
 
   /** How tuples of type T are read: their arrival order, and an ORDER BY value in the form

@@ -39,6 +39,7 @@ class PaneProcessor(
   private val rule = PaneRule(geometry, spec.paneEmit)
   private val watermark = SplWatermark(geometry)
   private val states = PaneProcessor.States(spec.paneEmit)
+  private val numbering = new MicroBatchOrder.PaneNumbering(spec, input)
 
   override def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
     flags = getHandle.getValueState[Row]("pane", Encoders.row(states.schema
@@ -57,7 +58,7 @@ class PaneProcessor(
     // A pane created under this watermark acts from the next one.
     val pane = if (flags.exists()) states.of(flags.get()).added else rule.created(clock)
     // In arrival order, numbered across micro-batches: FIRST, LAST and COLLECT_LIST follow it.
-    tuples.appendList(MicroBatchOrder.arrivalNumbered(spec, input, rows.toArray, getHandle))
+    tuples.appendList(numbering(rows.toArray, getHandle))
     keep(n, early(n, pane, clock, w, out), watermarkMs)
     out.iterator
   }
