@@ -349,14 +349,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="users and salted password hashes (sql-ext passwd FILE USER)")
     server.add_argument("--admin", action="append", default=[], metavar="USER",
                         help="a signed-in user who may do anything (repeatable); every other "
-                             "user is held to the access checks (README: Security model)")
+                             "user is held to the access checks (docs/security.md)")
     server.add_argument("--allow-path", action="append", default=[], metavar="DIR",
                         help="a folder, besides the warehouse, where users' paths (LOCATION, "
                              "CHECKPOINT, file queries) may point (repeatable)")
     server.add_argument("--access-rules", default=None, metavar="FILE",
                         help="a JSON file of admins and table rules: which user may do what "
-                             "with which tables (read again when it changes; README: Security "
-                             "model)")
+                             "with which tables (read again when it changes; "
+                             "docs/security.md)")
     server.add_argument("--tls-cert", default=None, metavar="FILE",
                         help="TLS: the server's certificate (PEM; issuers may follow it)")
     server.add_argument("--tls-key", default=None, metavar="FILE",
@@ -389,8 +389,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="with --users: a folder, besides the warehouse, where users' "
                               "paths may point (repeatable)")
     connect.add_argument("--access-rules", default=None, metavar="FILE",
-                         help="with --users: the JSON file of admins and table rules (README: "
-                              "Security model)")
+                         help="with --users: the JSON file of admins and table rules "
+                              "(docs/security.md)")
     connect.add_argument("--no-client-udfs", action="store_true",
                          help="refuse code that clients send (Python and Scala UDFs, UDTFs, "
                               "data sources, artifacts) to every user, admins too")

@@ -111,5 +111,5 @@ def check_open(spark, warehouse: Path) -> None:
                 "in another process: Derby, the embedded metastore, admits one. Stop that "
                 "process (a Thrift server, another session), use another warehouse, or share "
                 f"an external metastore ({METASTORE_ENV}=jdbc:... or thrift://...; see "
-                "README, Catalog)") from None
+                "docs/guide/catalog.md)") from None
         raise

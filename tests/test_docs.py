@@ -128,3 +128,35 @@ def test_every_setting_and_environment_variable_is_on_the_settings_page():
                 found |= set(re.findall(pattern, path.read_text(errors="replace")))
     missing = sorted(found - FUNCTION_NAMES - {n for n in found if f"`{n}`" in page})
     assert not missing, f"not on docs/reference/settings.md: {missing}"
+
+
+def quickstart() -> tuple[str, str]:
+    """The README's quickstart: its Python block and the output shown after it."""
+    section = (ROOT / "README.md").read_text().split("## Quickstart", 1)[1]
+    blocks = [(m.group(1), m.group(2)) for m in FENCE.finditer(section)]
+    code = next(body for language, body in blocks if language == "python")
+    shown = next(body for language, body in blocks if language == "text")
+    return code, shown
+
+
+def test_the_readme_quickstart_runs_with_the_output_shown(spark, monkeypatch, capsys):
+    """The code a stranger copies first, run as written in the test's session (its table
+    renamed: another test's temporary view `readings` would shadow it), prints what the README
+    shows; the site's home page shows the same code."""
+    code, shown = quickstart()
+    assert code in (ROOT / "docs" / "index.md").read_text()
+    import sql_ext
+    monkeypatch.setattr(sql_ext, "session", lambda *args, **kwargs: spark)
+    capsys.readouterr()
+    exec(compile(re.sub(r"\breadings\b", "quickstart_readings", code), "README.md", "exec"), {})
+    assert capsys.readouterr().out.rstrip("\n") == shown.rstrip("\n")
+
+
+def test_the_readme_links_lead_somewhere():
+    """The README's links to files of the repository (docs pages, LICENSE) exist."""
+    text = (ROOT / "README.md").read_text()
+    targets = re.findall(r"\]\(([^)#\s]+)\)", text)
+    local = [t for t in targets if "://" not in t]
+    assert len(local) > 10
+    missing = [t for t in local if not (ROOT / t).exists()]
+    assert not missing, f"README links to nothing: {missing}"

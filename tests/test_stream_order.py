@@ -63,8 +63,7 @@ def cut_stream(draw):
     starts; maxFilesPerTrigger of the runs (None: a run is one micro-batch).
 
     maxFilesPerTrigger comes with one-file appends only: a commit's files split across
-    micro-batches arrive in the order of Delta's log, which the query cannot see (README,
-    Known limits); within a micro-batch a commit's files are ordered as batch orders them."""
+    micro-batches arrive in the order of Delta's log, which the query cannot see (docs/compatibility.md); within a micro-batch a commit's files are ordered as batch orders them."""
     max_files = draw(st.sampled_from([None, None, None, 2]))
     ids = itertools.count()
     appends = []
