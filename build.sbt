@@ -32,13 +32,16 @@ lazy val jvm = (project in file("jvm"))
     scalacOptions ++= Seq("-deprecation", "-feature", "-release", "17"),
     Test / fork := true,
     Test / javaOptions ++= Seq("--add-opens=java.base/sun.nio.ch=ALL-UNNAMED"),
-    // The contract with the Python side (helper columns, SHOW STREAMS' columns), defined once
-    // in the Python package (sql_ext/sql/contract.json); io.sqlext.Contract reads it from the jar.
+    // What the Python side and the JVM share, defined once in the Python package: the contract
+    // (helper columns, SHOW STREAMS' columns; io.sqlext.Contract) and sql-ext's error
+    // conditions (io.sqlext.SqlExtErrors), both read from the jar.
     Compile / resourceGenerators += Def.task {
-      val source = (LocalRootProject / baseDirectory).value / "sql_ext" / "sql" / "contract.json"
-      val target = (Compile / resourceManaged).value / "io" / "sqlext" / "contract.json"
-      IO.copyFile(source, target)
-      Seq(target)
+      Seq("contract.json", "error-conditions.json").map { name =>
+        val source = (LocalRootProject / baseDirectory).value / "sql_ext" / "sql" / name
+        val target = (Compile / resourceManaged).value / "io" / "sqlext" / name
+        IO.copyFile(source, target)
+        target
+      }
     }.taskValue,
     Compile / packageBin / artifactPath :=
       (LocalRootProject / baseDirectory).value / "sql_ext" / "jars" / "sql-ext.jar"

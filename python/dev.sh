@@ -54,7 +54,8 @@ sbt() {
 
 build_jar() {
   local jar="sql_ext/jars/sql-ext.jar"
-  if [ ! -f "$jar" ] || [ -n "$(find jvm/src/main build.sbt -newer "$jar" -type f | head -1)" ]; then
+  if [ ! -f "$jar" ] || [ -n "$(find jvm/src/main build.sbt sql_ext/sql/contract.json \
+      sql_ext/sql/error-conditions.json -newer "$jar" -type f | head -1)" ]; then
     say "building the JVM extension (sbt jvm/package)"
     sbt jvm/package
   fi

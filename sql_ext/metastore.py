@@ -29,6 +29,7 @@ log = logging.getLogger("sql_ext")
 
 class CatalogInUse(WindowSqlError):
     """The embedded catalog of a warehouse is open in another process."""
+    condition = "SQL_EXT_CATALOG_IN_USE"
 
 
 def derby_url(warehouse: Path) -> str:

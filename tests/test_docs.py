@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from sql_ext.cli import build_parser
+from sql_ext.sql.errors import CONDITIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 # The reference pages with SQL (the command-line and settings pages have none).
@@ -102,6 +103,61 @@ def cli_page() -> str:
     return "\n".join(lines)
 
 
+ERRORS_INTRO = """# Errors
+
+sql-ext's errors are Spark's exception types with conditions of sql-ext's own, named
+`SQL_EXT_*`, each with a SQLSTATE, as Spark 4 makes its own errors: PySpark's
+`getCondition()` and `getSqlState()` return them, and a JDBC client reads the SQLSTATE of the
+failed statement (`SQLException.getSQLState()`, PyHive's `status.sqlState`). The message reads
+`[CONDITION] <what is wrong> SQLSTATE: <state>`, and an error in the text of a statement says
+where, as Spark does: line 1-based, `pos` 0-based, with the statement and a pointer at the place:
+
+```text
+[SQL_EXT_INVALID_WINDOW] COUNT(0): the count must be at least 1 SQLSTATE: 42000 (line 1, pos 50)
+
+== SQL ==
+SELECT SUM(v) FROM readings WINDOW TUMBLING COUNT(0)
+--------------------------------------------------^^^
+```
+
+A misspelt window keyword, policy, clause word or pane function (`WINDOW TUMBLNG COUNT(3)`)
+gets `SQL_EXT_WINDOW_SYNTAX` with the nearest valid word ("did you mean TUMBLING?"). Text that
+is not a window clause at all keeps Spark's own error, unchanged. Analysis errors of a windowed
+statement (an unknown column or table, a missing aggregation) keep Spark's condition
+(`UNRESOLVED_COLUMN`, `TABLE_OR_VIEW_NOT_FOUND`, `MISSING_AGGREGATION`, ...) but speak of the
+statement as written: no helper columns among the suggestions, no internal plan, the pointer
+at the name in your text; a parameter without a value is Spark's `UNBOUND_SQL_PARAMETER`.
+
+Rows whose DELTA value (or replayed TIME arrival value) is NULL are not an error: they are not
+windowed, and are counted (`sql_ext.not_windowed_rows`, SHOW STREAMS' `not_windowed`) and
+logged.
+
+The conditions below are defined in one file, `sql_ext/sql/error-conditions.json`, which the
+Python package and the extension's jar both read.
+"""
+
+
+def errors_page() -> str:
+    """docs/reference/errors.md from error-conditions.json: each condition, its SQLSTATE, what
+    it means and what to do."""
+    lines = [ERRORS_INTRO, "| condition | SQLSTATE |", "| --- | --- |"]
+    lines += [f"| [`{name}`](#{name.lower()}) | `{info['sqlState']}` |"
+              for name, info in CONDITIONS.items()]
+    for name, info in CONDITIONS.items():
+        lines += ["", f"## {name}", "", f"SQLSTATE `{info['sqlState']}`. {info['meaning']}", "",
+                  f"**What to do.** {info['fix']}"]
+    return "\n".join(lines) + "\n"
+
+
+def test_the_errors_page_lists_every_condition():
+    page = ROOT / "docs" / "reference" / "errors.md"
+    if os.environ.get("SQL_EXT_DOCS_RECORD"):
+        page.write_text(errors_page())
+    assert page.read_text() == errors_page(), "docs/reference/errors.md is not " \
+        "error-conditions.json's: SQL_EXT_DOCS_RECORD=1 bash python/dev.sh pytest " \
+        "tests/test_docs.py writes it"
+
+
 def test_the_cli_page_is_the_parser_s():
     page = ROOT / "docs" / "reference" / "cli.md"
     if os.environ.get("SQL_EXT_DOCS_RECORD"):
@@ -126,7 +182,8 @@ def test_every_setting_and_environment_variable_is_on_the_settings_page():
             if path.is_file() and path.suffix in (".py", ".sh", ".scala", ".sbt", ".sql",
                                                   ".yml", ".md"):
                 found |= set(re.findall(pattern, path.read_text(errors="replace")))
-    missing = sorted(found - FUNCTION_NAMES - {n for n in found if f"`{n}`" in page})
+    documented = {n for n in found if f"`{n}`" in page}
+    missing = sorted(found - FUNCTION_NAMES - set(CONDITIONS) - documented)
     assert not missing, f"not on docs/reference/settings.md: {missing}"
 
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from sql_ext.server.callback import answer
 from sql_ext.sql.dialect import SqlExt
+from sql_ext.sql.errors import CONDITIONS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rewrite.sql"
 
@@ -58,8 +59,9 @@ def _check(sql: str) -> str:
     kind = reply.split("\n", 1)[0]
     assert kind in ("PASS", "SQL", "COMMAND", "ERROR"), reply
     if kind == "ERROR":
-        _, line, column, message = reply.split("\n", 3)
-        assert int(line) >= 1 and int(column) >= 0 and message.strip(), reply
+        _, condition, line, pos, message = reply.split("\n", 4)
+        assert condition in CONDITIONS and condition != "SQL_EXT_INTERNAL_ERROR", reply
+        assert int(line) >= 1 and int(pos) >= 0 and message.strip(), reply
         assert not LEAKS.search(message), f"{sql}\n-> {message}"
     return kind
 

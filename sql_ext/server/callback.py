@@ -1,7 +1,7 @@
 """The JVM's calls into Python (a py4j callback, the channel PySpark's foreachBatch uses).
 
 RewritingParser asks `rewrite` about a statement only when Spark's own parser rejected it
-(a statement Spark parses stays Spark's, spec/sql.md section 10); StreamStatementCommand calls `execute` when
+(a statement Spark parses stays Spark's); StreamStatementCommand calls `execute` when
 it runs a streaming statement, with the session of the client. The answer protocol is
 documented on io.sqlext.rewriter.SqlRewriter.
 """
@@ -45,10 +45,10 @@ def answer(sql: str, in_pipeline: bool = False) -> str:
             raise
         return "SQL\n" + leading_text(sql) + lowered
     except WindowSqlError as error:
-        return f"ERROR\n{error.line}\n{max(error.column - 1, 0)}\n{error.message}"
+        return f"ERROR\n{error.condition}\n{error.line}\n{error.pos}\n{error.message}"
     except Exception as error:
         log.exception("sql_ext rewriter failed")
-        return f"ERROR\n1\n0\ninternal error in the sql_ext rewriter: {error!r}"
+        return f"ERROR\nSQL_EXT_INTERNAL_ERROR\n1\n0\n{type(error).__name__}: {error}"
 
 
 class _Rewriter:

@@ -7,7 +7,7 @@ import re
 
 from sqlglot import exp
 
-from sql_ext.sql.errors import WindowSqlError
+from sql_ext.sql.errors import WindowSyntaxError
 
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -18,7 +18,7 @@ def table_name(name: str) -> str:
     try:
         table = exp.to_table(name, dialect="spark")
     except Exception as error:  # noqa: BLE001 - sqlglot's errors name no table
-        raise WindowSqlError(f"{name!r} is not a table name: {error}") from None
+        raise WindowSyntaxError(f"`{name}` is not a table name: {error}") from None
     return ".".join(quote(part.name) for part in table.parts)
 
 

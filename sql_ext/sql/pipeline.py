@@ -32,12 +32,24 @@ from sqlglot.tokens import TokenType
 
 from sql_ext.sql import contract
 from sql_ext.sql.dialect import SqlExt, has_window_clause
-from sql_ext.sql.errors import WindowSqlError, error_at, error_at_node
+from sql_ext.sql.errors import UnsupportedWindowError
+from sql_ext.sql.errors import error_at as _error_at
+from sql_ext.sql.errors import error_at_node as _error_at_node
 from sql_ext.sql.firings import (Aggregates, aggregate_inputs, only_read_columns,
                                  tuple_columns_read)
 from sql_ext.sql.statements import stream_clause
 from sql_ext.sql.transpile import (LoweredWindow, leading_text, lower_parts, parse,
                                    stream_source)
+
+def error_at(token, message: str):
+    """Every window this module refuses is one a pipeline cannot run
+    (SQL_EXT_UNSUPPORTED_WINDOW)."""
+    return _error_at(token, message, UnsupportedWindowError)
+
+
+def error_at_node(node, message: str):
+    return _error_at_node(node, message, UnsupportedWindowError)
+
 
 TABLE_FUNCTION = "sql_ext_pipeline_window"
 # The statements that define a pipeline's dataset, by their first words.
@@ -68,9 +80,10 @@ def dataset_statement(sql: str) -> str | None:
     if select is None and kind[1] == "MATERIALIZED":
         return None  # a window deeper in the query: lowered in place, as anywhere
     if select is None or (kind[1] == "STREAMING" and stream_source(select) is None):
-        raise WindowSqlError("a windowed streaming table or flow of a pipeline needs one "
-                             "windowed SELECT ... FROM STREAM(<dataset or table>); for batch "
-                             "windows over a table, define a MATERIALIZED VIEW")
+        raise UnsupportedWindowError("a windowed streaming table or flow of a pipeline needs "
+                                     "one windowed SELECT ... FROM STREAM(<dataset or "
+                                     "table>); for batch windows over a table, define a "
+                                     "MATERIALIZED VIEW")
     return sql[:start] + _lowered(select, sql)
 
 

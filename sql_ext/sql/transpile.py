@@ -31,7 +31,8 @@ from sqlglot.tokens import TokenType
 from sql_ext.sql import contract
 from sql_ext.sql import udaf_names
 from sql_ext.sql.dialect import SqlExt, has_window_clause
-from sql_ext.sql.errors import WindowSqlError, error_at_node
+from sql_ext.sql.errors import (UnsupportedWindowError, WindowSqlError, WindowSyntaxError,
+                                 error_at_node)
 from sql_ext.sql.window_model import WindowModel, duration_seconds, validate
 
 TABLE_FUNCTION = "sql_ext_window"
@@ -46,9 +47,9 @@ def parse(sql: str) -> list[exp.Expression]:
         return [s for s in sqlglot.parse(sql, dialect=SqlExt) if s is not None]
     except ParseError as error:
         first = error.errors[0] if error.errors else {}
-        raise WindowSqlError(_readable(first.get("description") or str(error),
-                                       first.get("highlight")),
-                             first.get("line") or 1, first.get("col") or 0) from None
+        raise WindowSyntaxError(_readable(first.get("description") or str(error),
+                                          first.get("highlight")),
+                                first.get("line") or 1, first.get("col") or 0) from None
 
 
 _MISSING = re.compile(r"Required keyword: '\w+' missing for <class '[\w.]+\.(\w+)'>")
@@ -111,7 +112,8 @@ def _lower_if_windowed(node: exp.Expression) -> exp.Expression:
 
 
 def _not_supported_yet(node: exp.Expression, what: str) -> WindowSqlError:
-    return error_at_node(node, f"{what} is not supported yet (sql_ext runs batch windows so far)")
+    return error_at_node(node, f"{what} is not supported yet (sql_ext runs batch windows so far)",
+                         UnsupportedWindowError)
 
 
 def stream_source(select: exp.Select) -> str | None:
@@ -130,7 +132,8 @@ def _check_supported(window: exp.Expression, model: WindowModel, select: exp.Sel
     if stream_source(select) is not None and not streaming:
         raise error_at_node(window, "a windowed query over STREAM(...) runs as a streaming "
                                     "table: CREATE STREAMING TABLE <name> AS <query> (or "
-                                    "sql_ext.create_streaming_table(...))")
+                                    "sql_ext.create_streaming_table(...))",
+                            UnsupportedWindowError)
     if "INCOMPLETE" in model.emit and model.kind != "SLIDING":
         emit = window.args["emit"][model.emit.index("INCOMPLETE")]
         raise error_at_node(emit, "EMIT INCOMPLETE applies to SLIDING windows (a TUMBLING "

@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from sql_ext import jvm
-from sql_ext.sql.errors import WindowSqlError
+from sql_ext.sql.errors import StreamingTableError, StreamInterruptedError, WindowSqlError
 from sql_ext.sql.names import table_name
 from sql_ext.streaming import catalog, runner, runs
 from sql_ext.streaming.catalog import AVAILABLE_NOW, Definition
@@ -77,12 +77,12 @@ def _create(spark: SparkSession, name: str, db: str, table: str, definition: Def
     exists = catalog.exists(spark, db, table)
     if exists and not replace:
         if not props:
-            raise WindowSqlError(f"{name} is a table, not a streaming table: DROP TABLE it or "
-                                 "choose another name")
+            raise StreamingTableError(f"{name} is a table, not a streaming table: DROP TABLE it or "
+                                      "choose another name")
         entry = catalog.entry(db, table, props)
         changed = entry.definition.differences(definition)
         if changed:
-            raise WindowSqlError(
+            raise StreamingTableError(
                 f"streaming table {name} exists with another definition: "
                 + "; ".join(changed) + ". ALTER STREAMING TABLE applies the change in place "
                 "(dbt: on_configuration_change='apply'); CREATE OR REPLACE STREAMING TABLE "
@@ -194,7 +194,7 @@ def _alter(spark: SparkSession, name: str, db: str, table: str, sql: str,
             tblproperties=definition.tblproperties)
     fixed = old.structural_differences(definition)
     if fixed:
-        raise WindowSqlError(f"ALTER STREAMING TABLE {name} cannot change in place: "
+        raise StreamingTableError(f"ALTER STREAMING TABLE {name} cannot change in place: "
                              + "; ".join(fixed) + ". CREATE OR REPLACE STREAMING TABLE starts "
                              "it over (new contents, new checkpoint)")
     entry = catalog.entry(db, table, props)
@@ -233,18 +233,18 @@ def _alter(spark: SparkSession, name: str, db: str, table: str, sql: str,
         if query.lastProgress is not None:  # its first micro-batch ended as it stopped
             holds(running=False)
             run_as_before(plan, definition.trigger)
-            raise WindowSqlError(f"ALTER STREAMING TABLE {name} was {why} after the new "
-                                 "query's first micro-batch: the new definition holds")
+            raise StreamInterruptedError(f"ALTER STREAMING TABLE {name} was {why} after the new "
+                                         "query's first micro-batch: the new definition holds")
     set_properties(spark, entry.name, dict(old.tblproperties), dict(definition.tblproperties))
     run_as_before(plan_stream(spark, entry.name, old.query, old.trigger, old.checkpoint),
                   old.trigger)
     if why is not None:
-        raise WindowSqlError(f"ALTER STREAMING TABLE {name} was {why} before the new query's "
-                             "first micro-batch ended: its stream stopped, and the old "
-                             "definition stays")
-    raise WindowSqlError(f"ALTER STREAMING TABLE {name}: Spark cannot continue the checkpoint "
-                         f"with the new query: {short_error(failure)}. The old definition "
-                         "stays; CREATE OR REPLACE STREAMING TABLE starts over")
+        raise StreamInterruptedError(f"ALTER STREAMING TABLE {name} was {why} before the new "
+                                     "query's first micro-batch ended: its stream stopped, and "
+                                     "the old definition stays")
+    raise StreamingTableError(f"ALTER STREAMING TABLE {name}: Spark cannot continue the checkpoint "
+                              f"with the new query: {short_error(failure)}. The old definition "
+                              "stays; CREATE OR REPLACE STREAMING TABLE starts over")
 
 
 def _check_columns(spark: SparkSession, name: str, schema) -> None:
@@ -253,7 +253,7 @@ def _check_columns(spark: SparkSession, name: str, schema) -> None:
         return [(f.name.lower(), f.dataType.simpleString()) for f in fields]
     table = spark.table(name).schema
     if shape(schema) != shape(table):
-        raise WindowSqlError(
+        raise StreamingTableError(
             f"ALTER STREAMING TABLE {name}: the query's columns ("
             + ", ".join(f"{n} {t}" for n, t in shape(schema)) + ") are not the table's ("
             + ", ".join(f"{n} {t}" for n, t in shape(table)) + "); CREATE OR REPLACE "
@@ -266,7 +266,7 @@ def _check_state(name: str, old: dict, new: dict) -> None:
     changed = [f"{field} {old[field]!r} -> {new[field]!r}" for field in old
                if old[field] != new[field]]
     if changed:
-        raise WindowSqlError(
+        raise StreamingTableError(
             f"ALTER STREAMING TABLE {name}: the new query keeps other window state than the "
             f"checkpoint holds ({'; '.join(changed)}); CREATE OR REPLACE STREAMING TABLE "
             "starts it over with a new checkpoint")
@@ -285,8 +285,8 @@ def _first_batch(query: StreamingQuery, ended: Callable[[], str | None],
             return None, why
         time.sleep(0.2)
     if query.isActive and query.lastProgress is None:
-        raise WindowSqlError("the altered stream made no progress in "
-                             f"{timeout:.0f} s; see SHOW STREAMS")
+        raise StreamingTableError("the altered stream made no progress in "
+                                  f"{timeout:.0f} s; see SHOW STREAMS")
     failure = None if query.isActive else query.exception()
     return None if failure is None else str(failure), None
 
@@ -302,8 +302,8 @@ def stop_stream(spark: SparkSession, name: str) -> None:
     with managing(_key(spark, name)):
         entry = named_entry(spark, name, "STOP STREAM")
         if not runner.stop(spark, entry):
-            raise WindowSqlError(f"STOP STREAM {name}: no streaming table of that name is "
-                                 "running")
+            raise StreamingTableError(f"STOP STREAM {name}: no streaming table of that name is "
+                                      "running")
         catalog.record_state(spark, entry, "STOPPED")
 
 
@@ -317,8 +317,8 @@ def start_refresh(spark: SparkSession, name: str) -> StreamingQuery:
     with managing(_key(spark, name)):
         entry = named_entry(spark, name, "REFRESH STREAMING TABLE")
         if runs.running(spark, entry) is not None:
-            raise WindowSqlError(f"REFRESH STREAMING TABLE {name}: the stream is running, and "
-                                 "it already reads what arrives: STOP STREAM it first")
+            raise StreamingTableError(f"REFRESH STREAMING TABLE {name}: the stream is running, and "
+                                      "it already reads what arrives: STOP STREAM it first")
         own = own_session(spark)
         definition = entry.definition
         plan = plan_stream(own, entry.name, definition.query, AVAILABLE_NOW,

@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from sql_ext import jvm
 from sql_ext.sql import contract
-from sql_ext.sql.errors import WindowSqlError
+from sql_ext.sql.errors import UnsupportedWindowError, WindowSqlError
 from sql_ext.sql.firings import Aggregates, aggregate_inputs, only_read_columns
 from sql_ext.sql.names import table_key
 from sql_ext.sql.transpile import LoweredWindow, lower_parts, parse, stream_source
@@ -64,13 +64,15 @@ def check_streaming(lowered: LoweredWindow, trigger: str | float) -> None:
     clocked = "time" in (spec["policy"], spec.get("trigger")) \
         or spec.get("partition_eviction") == "age"
     if trigger == "available_now" and spec.get("watermark_idle"):
-        raise WindowSqlError(f"{spec['policy_text']}: WATERMARK ... IDLE advances the watermark "
-                             "by the wall clock while the source is idle, so it needs a running "
-                             "stream: TRIGGER EVERY <duration> (not AVAILABLE NOW)")
+        raise UnsupportedWindowError(f"{spec['policy_text']}: WATERMARK ... IDLE advances the "
+                                     "watermark by the wall clock while the source is idle, so "
+                                     "it needs a running stream: TRIGGER EVERY <duration> (not "
+                                     "AVAILABLE NOW)")
     if trigger == "available_now" and clocked:
-        raise WindowSqlError(f"{spec['policy_text']}: TIME policies and PARTITION EVICTION AGE "
-                             "act by the wall clock in streaming, so they need a running "
-                             "stream: TRIGGER EVERY <duration> (not AVAILABLE NOW)")
+        raise UnsupportedWindowError(f"{spec['policy_text']}: TIME policies and PARTITION "
+                                     "EVICTION AGE act by the wall clock in streaming, so they "
+                                     "need a running stream: TRIGGER EVERY <duration> (not "
+                                     "AVAILABLE NOW)")
     if spec["kind"] != "time_interval" and spec["partition_columns"] \
             and not spec.get("partition_eviction"):
         log.warning("sql_ext streaming %s: PARTITION BY without PARTITION EVICTION keeps state "

@@ -1,8 +1,8 @@
 """The runs of streaming tables in this process, as the one registry holds them: the JVM's
-io.sqlext.streaming.catalog.RunningStreams, which also stops a stream whose table any session drops and
-records a stream's failure. This module reads it, and serialises the statements that start and
-stop the stream of one table (`managing`): several clients (JDBC connections, threads) may
-CREATE, ALTER, REFRESH, STOP and DROP the same table at once.
+io.sqlext.streaming.catalog.RunningStreams, which also stops a stream whose table any session
+drops and records a stream's failure. This module reads it, and serialises the statements that
+start and stop the stream of one table (`managing`): several clients (JDBC connections,
+threads) may CREATE, ALTER, REFRESH, STOP and DROP the same table at once.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from sql_ext import jvm
 from sql_ext.sql.contract import SHORT_ERROR_LIMIT
-from sql_ext.sql.errors import WindowSqlError
+from sql_ext.sql.errors import StreamingTableError
 from sql_ext.sql.names import table_name
 from sql_ext.streaming import catalog
 from sql_ext.streaming.catalog import Entry
@@ -80,7 +80,7 @@ def named_entry(spark: SparkSession, name: str, statement: str) -> Entry:
     db, table = catalog.identify(spark, table_name(name))
     props = catalog.read(spark, db, table)
     if not props:
-        raise WindowSqlError(f"{statement} {name}: no streaming table of that name")
+        raise StreamingTableError(f"{statement} {name}: no streaming table of that name")
     return catalog.entry(db, table, props, jvm.catalog_owner(spark, db, table))
 
 

@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from sql_ext import jvm
-from sql_ext.sql.errors import WindowSqlError
+from sql_ext.sql.errors import StreamingTableError
 from sql_ext.sql.names import string_literal
 
 
@@ -119,10 +119,10 @@ def create_late_table(spark: SparkSession, name: str, schema: StructType,
         have = [(f.name, f.dataType.simpleString()) for f in spark.table(name).schema.fields]
         want = [(f.name, f.dataType.simpleString()) for f in schema.fields]
         if have != want:
-            raise WindowSqlError(f"LATE ROWS INTO {name}: the table exists with other columns "
-                                 f"({', '.join(' '.join(c) for c in have)}) than the late rows "
-                                 f"have ({', '.join(' '.join(c) for c in want)}); drop it or "
-                                 "choose another table")
+            raise StreamingTableError(f"LATE ROWS INTO {name}: the table exists with other "
+                                      f"columns ({', '.join(' '.join(c) for c in have)}) than "
+                                      f"the late rows have ({', '.join(' '.join(c) for c in want)}"
+                                      "); drop it or choose another table")
         if replace:
             spark.sql(f"DELETE FROM {name}")
         return

@@ -15,7 +15,7 @@ from pyspark.sql.streaming import StreamingQuery
 from sql_ext import jvm
 from sql_ext.sql.dialect import (CreateStreamingTable, DropStreamingTable, RefreshStreamingTable,
                                  ShowStreams, StopStream)
-from sql_ext.sql.errors import WindowSqlError
+from sql_ext.sql.errors import StreamingTableError, WindowSqlError
 from sql_ext.sql.statements import statement_of
 from sql_ext.sql.window_model import duration_seconds
 from sql_ext.streaming import lifecycle, status
@@ -97,6 +97,7 @@ def answer_execute(sql: str, spark: SparkSession, statement_id: str | None = Non
             answer["await"] = jvm.hand_over_stream(spark, pass_)
         return json.dumps(answer, default=str)
     except WindowSqlError as error:
-        return json.dumps({"error": str(error)})
+        return json.dumps({"error": error.message, "condition": error.condition})
     except Exception as error:  # noqa: BLE001 - reported to the client, never crashes a server
-        return json.dumps({"error": short_error(f"{type(error).__name__}: {error}")})
+        return json.dumps({"error": short_error(f"{type(error).__name__}: {error}"),
+                           "condition": StreamingTableError.condition})

@@ -226,7 +226,7 @@ object AccessChecks {
       s"$what. An admin of the server can run it (sql-ext thriftserver --admin USER)."
 
   def refused(user: String, rule: String, what: String): AnalysisException =
-    SqlExtErrors.analysis(message(user, rule, what))
+    SqlExtErrors.analysis("SQL_EXT_ACCESS_DENIED", message(user, rule, what))
 }
 
 /** The settings a user who is not an admin may SET: how their own statements compute and show

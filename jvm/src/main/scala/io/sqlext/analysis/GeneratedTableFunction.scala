@@ -18,7 +18,8 @@ object GeneratedTableFunction {
       case Seq(table: FunctionTableSubqueryArgumentExpression, Literal(json, StringType)) =>
         build(json.toString, table.plan)
       case _ =>
-        throw SqlExtErrors.analysis(s"$name expects (TABLE(query), '<json>'): it is generated " +
+        throw SqlExtErrors.analysis("SQL_EXT_INTERNAL_ERROR",
+          s"$name expects (TABLE(query), '<json>'): it is generated " +
           "by the sql_ext rewriter and not meant to be called directly")
     }
     (FunctionIdentifier(name), info, builder)

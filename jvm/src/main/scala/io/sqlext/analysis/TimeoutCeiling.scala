@@ -28,7 +28,8 @@ case class TimeoutCeiling(session: SparkSession) extends (LogicalPlan => Unit) {
       case SetCommand(Some((Key, Some(value)))) =>
         val asked = seconds(value).getOrElse(return)  // Spark's own SET names the bad value
         if (beyond(asked, ceiling)) {
-          throw SqlExtErrors.analysis(s"SET $Key=$value: this server's statement timeout is " +
+          throw SqlExtErrors.analysis("SQL_EXT_TIMEOUT_ABOVE_CEILING",
+            s"SET $Key=$value: this server's statement timeout is " +
             s"$ceiling seconds (--query-timeout); a session may set a lower one, from 1 to " +
             s"$ceiling seconds")
         }
@@ -39,7 +40,8 @@ case class TimeoutCeiling(session: SparkSession) extends (LogicalPlan => Unit) {
       case _ =>
         val own = session.sessionState.conf.getConfString(Key, "0")
         if (seconds(own).exists(beyond(_, ceiling))) {
-          throw SqlExtErrors.analysis(s"this session's statement timeout ($Key=$own, set when " +
+          throw SqlExtErrors.analysis("SQL_EXT_TIMEOUT_ABOVE_CEILING",
+            s"this session's statement timeout ($Key=$own, set when " +
             s"the connection opened) is above this server's $ceiling seconds (--query-timeout): " +
             s"SET $Key to a value from 1 to $ceiling seconds, or RESET it")
         }

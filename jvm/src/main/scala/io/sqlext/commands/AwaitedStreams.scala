@@ -37,7 +37,8 @@ object AwaitedStreams {
    *  thread stops the stream and ends the statement with an error saying so. */
   def await(token: String, session: SparkSession, statement: String): Unit = {
     val query = handed.remove(token)
-    if (query == null) throw SqlExtErrors.analysis(s"no stream was handed over as $token")
+    if (query == null) throw SqlExtErrors.analysis("SQL_EXT_INTERNAL_ERROR",
+      s"no stream was handed over as $token")
     val statementId = Option(CancelledStatements.idOf(session))
     try {
       while (!query.awaitTermination(PollMillis)) {
@@ -48,7 +49,7 @@ object AwaitedStreams {
     } catch {
       case _: InterruptedException => stop(query, statement, "interrupted")
       case failure: StreamingQueryException =>
-        throw SqlExtErrors.analysis(StreamCatalog.shortError(
+        throw SqlExtErrors.analysis("SQL_EXT_STREAM_FAILED", StreamCatalog.shortError(
           s"${failure.getClass.getSimpleName}: ${failure.getMessage}"))
     } finally {
       waiting.computeIfPresent(query.id, (_: UUID, n: Integer) => if (n > 1) n - 1 else null)
@@ -57,12 +58,14 @@ object AwaitedStreams {
 
   private def stop(query: StreamingQuery, statement: String, why: String): Nothing = {
     if (waiting.getOrDefault(query.id, 1) > 1) {
-      throw SqlExtErrors.analysis(s"$statement was $why; its stream's pass goes on for " +
+      throw SqlExtErrors.analysis("SQL_EXT_STREAM_INTERRUPTED",
+        s"$statement was $why; its stream's pass goes on for " +
         "another statement that waits for it")
     }
     log.warn(s"sql_ext $statement was $why: stopping its stream ${query.name}")
     RunningStreams.stopBetweenBatches(query, RunningStreams.StopWaitMillis)
-    throw SqlExtErrors.analysis(s"$statement was $why: its stream stopped, and its checkpoint " +
+    throw SqlExtErrors.analysis("SQL_EXT_STREAM_INTERRUPTED",
+      s"$statement was $why: its stream stopped, and its checkpoint " +
       "keeps what it committed (REFRESH STREAMING TABLE continues from there)")
   }
 

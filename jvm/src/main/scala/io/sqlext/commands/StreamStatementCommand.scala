@@ -35,13 +35,19 @@ case class StreamStatementCommand(kind: String, sqlText: String) extends LeafRun
       case _ =>
     }
     (answer \ "error", answer \ "rows") match {
-      case (JString(message), _) => throw SqlExtErrors.analysis(message)
+      case (JString(message), _) => throw SqlExtErrors.analysis(
+        answer \ "condition" match {
+          case JString(condition) => condition
+          case _ => "SQL_EXT_STREAMING_TABLE"
+        }, message)
       case (_, JArray(rows)) => rows.map {
         case JArray(values) => Row.fromSeq(values.zip(output).map { case (v, a) =>
           StreamStatementCommand.value(v, a.dataType) })
-        case other => throw SqlExtErrors.analysis(s"malformed row from the rewriter: $other")
+        case other => throw SqlExtErrors.analysis("SQL_EXT_INTERNAL_ERROR",
+          s"malformed row from the rewriter: $other")
       }
-      case _ => throw SqlExtErrors.analysis(s"malformed answer from the rewriter: $answer")
+      case _ => throw SqlExtErrors.analysis("SQL_EXT_INTERNAL_ERROR",
+        s"malformed answer from the rewriter: $answer")
     }
   }
 }
@@ -64,6 +70,7 @@ object StreamStatementCommand {
     case (JDouble(d), LongType) => d.toLong
     case (JString(s), StringType) => s
     case (other, StringType) => JsonMethods.compact(JsonMethods.render(other))
-    case (other, _) => throw SqlExtErrors.analysis(s"unexpected $other for a $dataType column")
+    case (other, _) => throw SqlExtErrors.analysis("SQL_EXT_INTERNAL_ERROR",
+      s"unexpected $other for a $dataType column")
   }
 }

@@ -23,7 +23,7 @@ object KafkaUndecodable {
   private def builder(args: Seq[Expression]): LogicalPlan = args match {
     case Seq(Literal(name, StringType)) if name != null =>
       read(SparkSession.active, name.toString)
-    case _ => throw SqlExtErrors.analysis(
+    case _ => throw SqlExtErrors.analysis("SQL_EXT_WRONG_TABLE_KIND", 
       s"$Name takes the name of a Kafka topic table as a string: $Name('<table>')")
   }
 
@@ -33,6 +33,7 @@ object KafkaUndecodable {
     val ident = session.sessionState.sqlParser.parseTableIdentifier(name)
     val table = session.sessionState.catalog.getTableMetadata(ident)
     if (!table.provider.contains(KafkaTopic.Provider)) throw SqlExtErrors.analysis(
+      "SQL_EXT_WRONG_TABLE_KIND",
       s"$Name('$name'): ${table.identifier.unquotedString} is not a Kafka topic table " +
         "(CREATE TABLE t (<columns>) USING kafka OPTIONS (...))")
     val messages = KafkaMessages(table.schema, table.storage.properties)

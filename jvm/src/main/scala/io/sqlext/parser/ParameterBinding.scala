@@ -2,13 +2,14 @@ package io.sqlext.parser
 
 import scala.collection.mutable
 
-import io.sqlext.{Contract, SqlExtErrors}
+import io.sqlext.Contract
 import org.apache.spark.sql.catalyst.analysis.{GeneralParameterizedQuery, NameParameterizedQuery,
   NamedParameter, PosParameter, PosParameterizedQuery}
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.parser.{HybridParameterContext, NamedParameterContext,
   ParameterContext, ParseException, PositionalParameterContext}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.catalyst.trees.Origin
 import org.apache.spark.sql.execution.SparkSqlParser
 
 /**
@@ -89,8 +90,9 @@ object ParameterBinding {
     val at = math.max(marker, 0)
     val line = userText.substring(0, at).count(_ == '\n') + 1
     val column = at - (userText.lastIndexOf('\n', at - 1) + 1)
-    SqlExtErrors.parse(userText, s"[UNBOUND_SQL_PARAMETER] no value was given for $what: " +
-      "pass one in spark.sql(..., args=...)", line, column)
+    // Spark's own condition for it, positioned in the user's text.
+    new ParseException(Some(userText), Origin(line = Some(line), startPosition = Some(column)),
+      "UNBOUND_SQL_PARAMETER", Map("name" -> what))
   }
 
   private def nthIndexOf(text: String, what: String, n: Int): Int =

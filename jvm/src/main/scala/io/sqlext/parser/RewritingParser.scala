@@ -52,20 +52,22 @@ class RewritingParser(session: SparkSession, delegate: ParserInterface)
           ParameterBinding.bind(delegate.parsePlan(text), _, sqlText))
         analyzedForUser(plan, sqlText, pipeline)
       case Some(answer) if answer.startsWith("COMMAND\n") && pipeline =>
-        throw SqlExtErrors.parse(sqlText, "this statement manages sql-ext's own streaming " +
+        throw SqlExtErrors.parse("SQL_EXT_COMMAND_IN_PIPELINE",
+          sqlText, "this statement manages sql-ext's own streaming " +
           "tables, which run outside declarative pipelines; in a pipeline, define windowed " +
           "datasets with CREATE STREAMING TABLE ... AS, CREATE FLOW or CREATE MATERIALIZED " +
           "VIEW", 1, 0)
       case Some(answer) if answer.startsWith("COMMAND\n") =>
         // The command hands its text back to Python when it runs; values would not travel.
         if (parameters.exists(ParameterBinding.hasValues)) {
-          throw SqlExtErrors.parse(sqlText, "streaming-table statements take no parameters: " +
+          throw SqlExtErrors.parse("SQL_EXT_NO_PARAMETERS",
+            sqlText, "streaming-table statements take no parameters: " +
             "write the values into the statement", 1, 0)
         }
         StreamStatementCommand(answer.stripPrefix("COMMAND\n"), sqlText)
       case Some(answer) if answer.startsWith("ERROR\n") =>
-        val Array(_, line, column, message) = answer.split("\n", 4)
-        throw SqlExtErrors.parse(sqlText, message, line.toInt, column.toInt)
+        val Array(_, condition, line, pos, message) = answer.split("\n", 5)
+        throw SqlExtErrors.parse(condition, sqlText, message, line.toInt, pos.toInt)
       case None => throw unregistered(sqlText, original)
       case _ => throw original
     }
@@ -120,7 +122,8 @@ class RewritingParser(session: SparkSession, delegate: ParserInterface)
    *  sql_ext (for instance by dbt-spark's `method: session`). Say so beside Spark's error. */
   private def unregistered(sqlText: String, original: Exception): Exception = original match {
     case parse: ParseException =>
-      SqlExtErrors.parse(sqlText, parse.getMessage.linesIterator.next() + " (sql-ext's SQL " +
+      SqlExtErrors.parse("SQL_EXT_REWRITER_NOT_REGISTERED", sqlText,
+        parse.getMessage.linesIterator.next() + " (sql-ext's SQL " +
         "needs its Python rewriter, which is not registered in this process: build the " +
         "session with sql_ext.configure(builder); for dbt `method: session`, run dbt as " +
         "`sql-ext dbt ...`)", parse.line.getOrElse(1), parse.startPosition.getOrElse(0))

@@ -26,8 +26,12 @@ object WindowedErrors {
           .headOption
         val origin = named.flatMap(locate(userText, _))
           .getOrElse(Origin(line = Some(1), startPosition = Some(0)))
-        new ParseException(Some(userText), origin, condition, parameters.toMap)
-      case _ => SqlExtErrors.parse(userText, clean(error.getSimpleMessage), 1, 0)
+        if (condition.startsWith("SQL_EXT_")) {
+          SqlExtErrors.parse(condition, userText, parameters.getOrElse("message", ""),
+            origin.line.getOrElse(1), origin.startPosition.getOrElse(0))
+        } else new ParseException(Some(userText), origin, condition, parameters.toMap)
+      case _ => SqlExtErrors.parse("SQL_EXT_INVALID_WINDOW",
+        userText, clean(error.getSimpleMessage), 1, 0)
     }
 
   /** Drops helper columns from lists ("[`k`, `__sx_p0`]" -> "[`k`]"). */

@@ -69,7 +69,8 @@ object SqlRewriterRegistry {
         }
         if (wasInterrupted) Thread.currentThread().interrupt()
         answer.fold(failure => throw failure, identity)
-      case None => """{"error": "the sql_ext rewriter is not registered in this process"}"""
+      case None => """{"error": "the sql_ext rewriter is not registered in this process", """ +
+        """"condition": "SQL_EXT_REWRITER_NOT_REGISTERED"}"""
     }
 
   /** Asks the rewriter, bounded in time; None when no rewriter is registered. A rewrite
@@ -81,7 +82,8 @@ object SqlRewriterRegistry {
         timeout)
       catch {
         case _: TimeoutException =>
-          s"ERROR\n1\n0\nthe sql_ext rewriter did not answer within ${timeout.toMillis} ms; " +
+          "ERROR\nSQL_EXT_REWRITER_TIMEOUT\n1\n0\n" +
+            s"the sql_ext rewriter did not answer within ${timeout.toMillis} ms; " +
             s"the statement was not run (the bound is the session setting $TimeoutConf)"
       }
   }

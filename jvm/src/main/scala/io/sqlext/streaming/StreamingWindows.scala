@@ -52,7 +52,8 @@ object StreamingWindows {
     if (spec.aggregates.isEmpty || without.nonEmpty) {
       val named = without.map { case (f, c) =>
         s"${f.toUpperCase}($c) of ${input.schema(c).dataType.sql}" }.mkString(", ")
-      throw SqlExtErrors.analysis(s"${spec.policyText}: inside a declarative pipeline a " +
+      throw SqlExtErrors.analysis("SQL_EXT_UNSUPPORTED_WINDOW",
+        s"${spec.policyText}: inside a declarative pipeline a " +
         "windowed streaming table hands on one row per firing, so its aggregates are COUNT, " +
         "and SUM, AVG, MIN, MAX of integer or floating-point values" +
         (if (named.nonEmpty) s", not $named" else "") + ". Define the result as a " +
@@ -120,7 +121,8 @@ object StreamingWindows {
       lateLocation: Option[String]): DataFrame = {
     input.schema.find(_.name == WindowSpec.EventTimeColumn).map(_.dataType) match {
       case Some(TimestampType) =>
-      case other => throw SqlExtErrors.analysis(s"${spec.policyText}: a streaming " +
+      case other => throw SqlExtErrors.analysis("SQL_EXT_UNSUPPORTED_WINDOW",
+        s"${spec.policyText}: a streaming " +
         s"TIME_INTERVAL needs a TIMESTAMP event time (ON ...), got ${other.map(_.simpleString)}")
     }
     val session = input.sparkSession

@@ -65,7 +65,8 @@ object WindowAssign {
 
   private def checkEventTime(spec: WindowSpec, eventType: DataType): Unit = eventType match {
     case _: NumericType | TimestampType | TimestampNTZType =>
-    case other => throw SqlExtErrors.analysis(s"${spec.policyText}: the ON expression is the " +
+    case other => throw SqlExtErrors.analysis("SQL_EXT_INVALID_WINDOW",
+      s"${spec.policyText}: the ON expression is the " +
       s"event time, a timestamp or a number of seconds, but it is ${other.simpleString}")
   }
 
@@ -73,13 +74,15 @@ object WindowAssign {
     deltaType.foreach {
       case _: NumericType | TimestampType | TimestampNTZType =>
       case other =>
-        throw SqlExtErrors.analysis(s"${spec.policyText}: the DELTA expression must be numeric " +
+        throw SqlExtErrors.analysis("SQL_EXT_INVALID_WINDOW",
+          s"${spec.policyText}: the DELTA expression must be numeric " +
           s"or a timestamp, but it is ${other.simpleString}")
     }
     if (spec.usesClock) orderType match {
       case TimestampType | TimestampNTZType =>
       case other =>
-        throw SqlExtErrors.analysis(s"${spec.policyText}: batch TIME policies and PARTITION " +
+        throw SqlExtErrors.analysis("SQL_EXT_INVALID_WINDOW",
+          s"${spec.policyText}: batch TIME policies and PARTITION " +
           "EVICTION AGE replay time from the arrival order, so OVER (ORDER BY ...) must name " +
           "a timestamp" +
           (if (other == NullType) ", but there is no ORDER BY" else

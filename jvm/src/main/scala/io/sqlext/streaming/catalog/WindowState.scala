@@ -46,7 +46,7 @@ object WindowState {
   def builder(args: Seq[Expression]): LogicalPlan = args match {
     case Seq(Literal(name, StringType)) if name != null =>
       read(SparkSession.active, name.toString).queryExecution.analyzed
-    case _ => throw SqlExtErrors.analysis(
+    case _ => throw SqlExtErrors.analysis("SQL_EXT_WRONG_TABLE_KIND",
       s"$Name takes the name of a streaming table as a string: $Name('<streaming table>')")
   }
 
@@ -57,14 +57,14 @@ object WindowState {
     // The stream's state is its table's rows to come: a user reads it only where they may read
     // the table (its plan reads the checkpoint, not the table, so the statement check does not).
     Option(AccessChecks.tableRefusal(session, "SELECT", name))
-      .foreach(refusal => throw SqlExtErrors.analysis(refusal))
+      .foreach(refusal => throw SqlExtErrors.analysis("SQL_EXT_ACCESS_DENIED", refusal))
     val ident = session.sessionState.sqlParser.parseTableIdentifier(name)
     val db = ident.database.getOrElse(session.catalog.currentDatabase)
     val props = StreamCatalog.properties(session, db, ident.table)
-    if (props.isEmpty) throw SqlExtErrors.analysis(s"$Name('$name'): $db.${ident.table} is " +
-      "not a streaming table")
+    if (props.isEmpty) throw SqlExtErrors.analysis("SQL_EXT_WRONG_TABLE_KIND",
+      s"$Name('$name'): $db.${ident.table} is not a streaming table")
     val window = Option(props.get(WindowProperty)).getOrElse(throw SqlExtErrors.analysis(
-      s"$Name('$name'): the stream has not started since its window was recorded; start it " +
+      "SQL_EXT_WRONG_TABLE_KIND", s"$Name('$name'): the stream has not started since its window was recorded; start it " +
       "(REFRESH STREAMING TABLE) first"))
     implicit val formats: Formats = DefaultFormats
     val json = JsonMethods.parse(window)
