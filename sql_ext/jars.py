@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import urllib.request
 from pathlib import Path
 
@@ -80,8 +81,21 @@ def default_warehouse() -> Path:
 
 
 def _download(url: str, target: Path) -> None:
+    """Fetches `url` into `target`, checked against Maven Central's SHA-1. Says so on stderr (a
+    session's first start waits for it), with a progress bar where stderr is a terminal."""
+    from tqdm import tqdm
+
     with urllib.request.urlopen(url, timeout=120) as response:
-        data = response.read()
+        size = int(response.headers.get("Content-Length") or 0)
+        print(f"sql-ext: fetching {target.name} ({size / 1e6:.1f} MB) from Maven Central into "
+              f"{target.parent} (once)", file=sys.stderr, flush=True)
+        chunks = []
+        with tqdm(total=size or None, unit="B", unit_scale=True, desc=target.name,
+                  file=sys.stderr, disable=None, leave=False) as progress:
+            while chunk := response.read(1 << 16):
+                chunks.append(chunk)
+                progress.update(len(chunk))
+    data = b"".join(chunks)
     with urllib.request.urlopen(url + ".sha1", timeout=60) as response:
         expected = response.read().decode().split()[0].strip()
     if hashlib.sha1(data).hexdigest() != expected:
