@@ -16,6 +16,7 @@ import sys
 import threading
 
 from sql_ext import jars
+from sql_ext.logs import VERBOSE_ENV
 from sql_ext.sql.errors import WindowSqlError
 from sql_ext.sql.transpile import transpile as transpile_sql
 from sql_ext.version import __version__
@@ -335,6 +336,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The `sql-ext` command line: every command and flag, each with its help text."""
     parser = argparse.ArgumentParser(prog="sql-ext", description=__doc__)
     parser.add_argument("--version", action="version", version=f"sql-ext {__version__}")
+    parser.add_argument("--verbose", action="store_true",
+                        help="keep the warnings of Spark and Hive that sql-ext leaves out by "
+                             "default (SQL_EXT_VERBOSE=1 does the same)")
     commands = parser.add_subparsers(dest="command", required=True)
     examples = commands.add_parser("run-examples", help="run the seed examples into Delta tables")
     examples.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
@@ -461,6 +465,8 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
+    if args.verbose:
+        os.environ[VERBOSE_ENV] = "1"  # for this process's sessions and the ones it starts
     return args.run(args)
 
 

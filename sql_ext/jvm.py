@@ -261,15 +261,24 @@ def delete_path(spark: SparkSession, path: str) -> bool:
 def drop_log_lines(spark: SparkSession, logger: str, pattern: str) -> None:
     """Log4j in the driver JVM: the lines of `logger` whose message matches `pattern` (a Java
     regex, the whole message) are dropped, as Spark's own default configuration drops a benign
-    Thrift message; the logger's other lines stay, at the root's level (`setLogLevel` still
-    governs it). A logger the log configuration names already is left as configured."""
-    log4j = spark.sparkContext._jvm.org.apache.logging.log4j
+    Thrift message; the logger's other lines stay. A logger the log configuration names already
+    is left as configured.
+
+    The logger's level: Spark's console threshold where Spark set one ("Setting default log
+    level to WARN", the default profile in a Python driver), since Spark lets every line of a
+    logger with a configuration of its own through that threshold; else the root's, which
+    `setLogLevel` governs."""
+    jvm = spark.sparkContext._jvm
+    log4j = jvm.org.apache.logging.log4j
     context = log4j.LogManager.getContext(False)
     config = context.getConfiguration()
     if config.getLoggerConfig(logger).getName() == logger:
         return
     result = log4j.core.Filter.Result
-    lines = log4j.core.config.LoggerConfig(logger, None, True)  # level None: the parent's
+    spark_logging = jvm.java.lang.Class.forName("org.apache.spark.internal.Logging$") \
+        .getField("MODULE$").get(None)
+    threshold = spark_logging.sparkShellThresholdLevel()  # None: the parent's level
+    lines = log4j.core.config.LoggerConfig(logger, threshold, True)
     lines.addFilter(log4j.core.filter.RegexFilter.createFilter(
         pattern, None, False, result.DENY, result.NEUTRAL))
     config.addLogger(logger, lines)

@@ -11,11 +11,13 @@ from pyspark.sql import SparkSession
 from sql_ext import jars, jvm, udaf
 from sql_ext.metastore import (BENIGN_LOG_LINES, METASTORE_ENV, CatalogInUse, catalog_conf,
                                check_open, java_options, set_aside_unfinished)
+from sql_ext.logs import HARMLESS_LOG_LINES, VERBOSE_ENV
 from sql_ext.server import callback
 
 # spark-submit's class loader for the application's jars: it can take more at run time.
 ADDABLE_LOADERS = ("org.apache.spark.util.MutableURLClassLoader",
                    "org.apache.spark.util.ChildFirstURLClassLoader")
+
 
 
 def _embedded_environment() -> None:
@@ -106,8 +108,9 @@ def session(
     for key, value in {**catalog_conf(warehouse, metastore), **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = configure(builder)
-    for logger, pattern in BENIGN_LOG_LINES.items():
-        jvm.drop_log_lines(spark, logger, pattern)
+    if os.environ.get(VERBOSE_ENV) != "1":
+        for logger, pattern in {**BENIGN_LOG_LINES, **HARMLESS_LOG_LINES}.items():
+            jvm.drop_log_lines(spark, logger, pattern)
     try:
         check_open(spark, warehouse)
     except CatalogInUse:

@@ -86,7 +86,8 @@ def cli_page() -> str:
     lines = ["# The sql-ext command", "",
              "`sql-ext` is installed with the package (`.venv/bin/sql-ext` in a checkout). "
              "`sql-ext --version` prints the version; `sql-ext <command> --help` prints a "
-             "command's flags.", ""]
+             "command's flags; `sql-ext --verbose <command>` keeps the warnings of Spark and "
+             "Hive that sql-ext leaves out by default.", ""]
     for name, command in commands.choices.items():
         lines += [f"## `sql-ext {name}`", "", helps[name][:1].upper() + helps[name][1:] + ".", ""]
         rows = []

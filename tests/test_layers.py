@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sql_ext"
 
 # Lowest first; a module may import its own layer's modules (without a cycle) and lower ones.
 LAYERS = [
-    ("sql_ext.sql", "sql_ext.spl", "sql_ext.jars", "sql_ext.version"),
+    ("sql_ext.sql", "sql_ext.spl", "sql_ext.jars", "sql_ext.logs", "sql_ext.version"),
     ("sql_ext.jvm",),
     ("sql_ext.udaf", "sql_ext.metrics", "sql_ext.metastore"),
     ("sql_ext.streaming",),
@@ -27,8 +27,9 @@ LAYERS = [
 # Where an import inside a function is the point: commands load what they run, so that
 # `sql-ext transpile` starts without pyspark.
 LATE_IMPORTS_ALLOWED = {"sql_ext.cli"}
-# Optional dependencies, imported when used.
-OPTIONAL = ("dbt",)
+# Dependencies imported when used: dbt is optional; tqdm shows a jar download, and stays out
+# of `sql-ext transpile`, which starts with sqlglot and Lark alone (tests/test_grammar_alone.py).
+OPTIONAL = ("dbt", "tqdm")
 # The SQL layer runs without Spark.
 SQL_LAYER_FORBIDDEN = ("pyspark", "py4j", "delta", "numpy", "pyarrow")
 # py4j's handles on JVM objects: only sql_ext.jvm touches them.

@@ -13,12 +13,15 @@ the pipeline's twin, not an oracle: streaming equals batch is tests/test_stream_
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from sql_ext.logs import HARMLESS_LOG_LINES
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "pipelines"
@@ -91,6 +94,12 @@ def _run_locally(spec: Path, warehouse: Path, cwd: Path):
     output, failed = _local("run", spec, warehouse, cwd)
     assert not failed, output[-8000:]
     assert "Run is COMPLETED" in output
+    # Quiet success: no ERROR line, no stack trace, none of the warnings every run printed
+    # (sql_ext/logs.py), no INFO lines of Spark's (the console shows WARN and above).
+    noise = [line for line in output.splitlines()
+             if re.search(r" (ERROR|INFO) [\w$.]+: |^\s+at [\w$.]+\(|^Traceback", line)
+             or any(logger.rsplit(".", 1)[1] + ":" in line for logger in HARMLESS_LOG_LINES)]
+    assert not noise, "\n".join(noise[:20])
 
 
 @pytest.mark.heavy
