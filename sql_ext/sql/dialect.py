@@ -24,6 +24,8 @@ standard meaning (named windows). Validation lives in window_model.py.
 
 from __future__ import annotations
 
+import functools
+
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.parsers.spark import SparkParser
@@ -373,11 +375,24 @@ class SqlExt(Spark):
     Parser = SqlExtParser
 
 
+@functools.lru_cache(maxsize=128)
+def _tokenized(sql: str) -> tuple:
+    return tuple(SqlExt().tokenize(sql))
+
+
+def tokenize(sql: str) -> list:
+    """The tokens of `sql`, in the extension dialect. The rewriter's steps (statement and window
+    detection, parameters, the leading text, the parse) each read a statement's tokens: the
+    text is tokenized once and they share its tokens, which neither they nor sqlglot's parser
+    change (a list of its own for each caller)."""
+    return list(_tokenized(sql))
+
+
 def has_window_clause(sql: str) -> bool:
     """True when the text uses the extension: WINDOW followed by a window kind (token level),
     or a misspelling of the clause (spelling.py), which the extension's parser reports."""
     try:
-        tokens = SqlExt().tokenize(sql)
+        tokens = tokenize(sql)
     except Exception:  # noqa: BLE001 - untokenizable text is not ours to report
         return False
     return any(

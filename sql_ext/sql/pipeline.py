@@ -31,7 +31,7 @@ from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from sql_ext.sql import contract
-from sql_ext.sql.dialect import SqlExt, has_window_clause
+from sql_ext.sql.dialect import has_window_clause, tokenize
 from sql_ext.sql.errors import UnsupportedWindowError
 from sql_ext.sql.errors import error_at as _error_at
 from sql_ext.sql.errors import error_at_node as _error_at_node
@@ -61,7 +61,7 @@ def dataset_statement(sql: str) -> str | None:
     """The pipeline statement `sql` (in a pipeline's SQL file) with its windowed query lowered;
     None when `sql` is not a windowed dataset (other statements take the ordinary paths, as
     does a materialized view whose window is not its top SELECT's)."""
-    tokens = SqlExt().tokenize(sql)
+    tokens = tokenize(sql)
     words = tuple(t.text.upper() for t in tokens[:5])
     kind = next((s for s in DATASET_STATEMENTS if words[:len(s)] == s), None)
     if kind is None or not has_window_clause(sql):

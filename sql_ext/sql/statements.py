@@ -21,7 +21,8 @@ from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from sql_ext.sql.dialect import (CreateStreamingTable, DropStreamingTable, RefreshStreamingTable,
-                                 ShowStreams, SqlExt, StopStream, has_window_clause)
+                                 ShowStreams, StopStream, has_window_clause,
+                                 tokenize)
 from sql_ext.sql.errors import error_at_node
 from sql_ext.sql.transpile import lower_parts, parse, stream_source
 from sql_ext.sql.window_model import duration_seconds
@@ -49,7 +50,7 @@ def statement_of(sql: str) -> exp.Expression | None:
 def _starts_like_a_statement(sql: str) -> bool:
     """Token level, so leading comments (dbt writes one) do not matter."""
     try:
-        tokens = SqlExt().tokenize(sql)[:5]
+        tokens = tokenize(sql)[:5]
     except Exception:  # noqa: BLE001 - untokenizable text is not ours to report
         return False
     words = " ".join(t.text.strip().upper() for t in tokens)
@@ -62,7 +63,7 @@ def _holds_extension_clause(sql: str) -> bool:
     """A CREATE [OR REPLACE] STREAMING TABLE is the extension's when its header has TRIGGER or
     CHECKPOINT or its query has a window clause (spec/sql.md section 10); the other statements
     of this module are never Spark's."""
-    tokens = SqlExt().tokenize(sql)
+    tokens = tokenize(sql)
     words = [t.text.upper() for t in tokens[:5]]
     if words[:3] == ["CREATE", "STREAMING", "TABLE"]:
         header_start = 3

@@ -23,14 +23,13 @@ import json
 import re
 from dataclasses import dataclass
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 from sqlglot.tokens import TokenType
 
 from sql_ext.sql import contract
 from sql_ext.sql import udaf_names
-from sql_ext.sql.dialect import SqlExt, has_window_clause
+from sql_ext.sql.dialect import SqlExt, has_window_clause, tokenize
 from sql_ext.sql.errors import (UnsupportedWindowError, WindowSqlError, WindowSyntaxError,
                                  error_at_node)
 from sql_ext.sql.window_model import WindowModel, duration_seconds, validate
@@ -44,7 +43,8 @@ PANE_FUNCTIONS = {function.upper(): (function, column)
 def parse(sql: str) -> list[exp.Expression]:
     """Parses with the extension dialect; syntax errors carry line and column."""
     try:
-        return [s for s in sqlglot.parse(sql, dialect=SqlExt) if s is not None]
+        # The tokens the rewriter's other steps read (dialect.tokenize): one tokenization.
+        return [s for s in SqlExt().parser().parse(tokenize(sql), sql) if s is not None]
     except ParseError as error:
         first = error.errors[0] if error.errors else {}
         raise WindowSyntaxError(_readable(first.get("description") or str(error),
@@ -89,7 +89,7 @@ def named_positional_parameters(sql: str) -> str:
 
         SELECT ... WHERE k = ? AND x > ?  ->  SELECT ... WHERE k = :__sx_pos0 AND x > :__sx_pos1
     """
-    markers = [t for t in SqlExt().tokenize(sql)
+    markers = [t for t in tokenize(sql)
                if t.token_type == TokenType.PLACEHOLDER and t.text == "?"]
     for i, marker in reversed(list(enumerate(markers))):
         sql = sql[:marker.start] + ":" + contract.positional_parameter(i) + sql[marker.end + 1:]
@@ -101,7 +101,7 @@ def leading_text(sql: str) -> str:
 
     A rewritten statement keeps it, so its plan starts where Spark's parser says the
     statement starts in the user's text (declarative pipelines cut the text at that index)."""
-    tokens = SqlExt().tokenize(sql)
+    tokens = tokenize(sql)
     return sql[:tokens[0].start] if tokens else sql
 
 
