@@ -10,9 +10,6 @@ HARMLESS_LOG_LINES = {
     # Spark's Hive client sets a marker Hive's own configuration does not know (every session).
     "org.apache.hadoop.hive.conf.HiveConf":
         r"HiveConf of name hive\.internal\.ss\.authz\.settings\.applied\.marker does not exist",
-    # A Delta table is stored in Spark's own format in the metastore, as it should be.
-    "org.apache.spark.sql.hive.HiveExternalCatalog":
-        r"(?s)Couldn't find corresponding Hive SerDe for data source provider delta\..*",
     # Adaptive execution does not apply to streams; Spark turns it off for them by itself.
     "org.apache.spark.sql.execution.streaming.runtime.ResolveWriteToStream":
         r"spark\.sql\.adaptive\.enabled is not supported in streaming DataFrames/Datasets.*",
@@ -20,6 +17,10 @@ HARMLESS_LOG_LINES = {
         r"Disabling AQE since AQE is not supported in stateful workloads\.",
     "org.apache.hadoop.hive.ql.session.SessionState":
         r"METASTORE_FILTER_HOOK will be ignored, since hive\.security\.authorization\.manager.*",
+    # After a Spark Connect client (spark-pipelines) closes its session, the release of its last
+    # operation finds the session gone: an ERROR with a stack trace after a run that completed.
+    "org.apache.spark.sql.connect.utils.ErrorUtils":
+        r"(?s)Spark Connect RPC error during: releaseExecute\..*",
     "org.apache.spark.util.SparkStringUtils":
         r"(?s)Truncated the string representation of a plan since it was too large\..*",
 }

@@ -34,7 +34,8 @@ def test_a_second_process_on_an_embedded_catalog_is_a_clear_error(spark, tmp_pat
             print("refused:", error)
         """, cwd=tmp_path, timeout=240)
     took = time.monotonic() - start
-    assert "refused: the catalog of warehouse" in second.stdout, second.stderr[-3000:]
+    assert "refused: [SQL_EXT_CATALOG_IN_USE] the catalog of warehouse" in second.stdout, \
+        second.stderr[-3000:]
     assert "admits one" in second.stdout
     assert took < 120, f"the second process took {took:.0f} s to be refused"
 

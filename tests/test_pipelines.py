@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyspark
 import pytest
 
 from sql_ext.logs import HARMLESS_LOG_LINES
@@ -138,7 +139,9 @@ def _remote(command: str, spec: Path, server, cwd: Path) -> tuple[str, bool]:
         [str(launcher), command, "--spec", str(spec), "--remote",
          f"sc://localhost:{server.port}/;token={server.token}"],
         capture_output=True, text=True, timeout=900, cwd=cwd,
-        env=dict(os.environ, PYSPARK_PYTHON=sys.executable))
+        # SPARK_HOME given: pyspark's find-spark-home script breaks on a folder with a space.
+        env=dict(os.environ, PYSPARK_PYTHON=sys.executable,
+                 SPARK_HOME=str(Path(pyspark.__file__).parent)))
     return run.stdout + run.stderr, run.returncode != 0
 
 

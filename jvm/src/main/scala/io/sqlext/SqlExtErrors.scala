@@ -68,36 +68,36 @@ object SqlExtErrors {
     MathUtils.addExact(Long.MaxValue, 1L)
     new ArithmeticException("long overflow") // not reached: addExact threw Spark's error
   }
-}
 
-/**
- * A ParseException of one of sql-ext's conditions. Spark builds a ParseException's message from
- * its own conditions only, so the message is made here (SqlExtErrors.message) and handed over
- * through a message-only legacy condition, which Spark prints as it is; the condition, its
- * SQLSTATE and parameters are sql-ext's.
- */
-final class SqlExtParseException(name: String, command: String, parameters: Map[String, String],
-    origin: Origin)
-  extends ParseException(Some(command), origin, "_LEGACY_ERROR_TEMP_0064",
-    Map("msg" -> SqlExtErrors.message(name, parameters))) {
-  override def getCondition: String = name
-  override def getSqlState: String = SqlExtErrors.sqlState(name)
-  override def getMessageParameters: java.util.Map[String, String] = parameters.asJava
-  override def getDefaultMessageTemplate: String = SqlExtErrors.template(name)
-}
+  /**
+   * A ParseException of one of sql-ext's conditions. Spark builds a ParseException's message from
+   * its own conditions only, so the message is made here (SqlExtErrors.message) and handed over
+   * through a message-only legacy condition, which Spark prints as it is; the condition, its
+   * SQLSTATE and parameters are sql-ext's.
+   */
+  final class SqlExtParseException(name: String, command: String, parameters: Map[String, String],
+      origin: Origin)
+    extends ParseException(Some(command), origin, "_LEGACY_ERROR_TEMP_0064",
+      Map("msg" -> SqlExtErrors.message(name, parameters))) {
+    override def getCondition: String = name
+    override def getSqlState: String = SqlExtErrors.sqlState(name)
+    override def getMessageParameters: java.util.Map[String, String] = parameters.asJava
+    override def getDefaultMessageTemplate: String = SqlExtErrors.template(name)
+  }
 
-/**
- * An AnalysisException of one of sql-ext's conditions (Spark takes its SQLSTATE and template
- * from here). It keeps no query context when the analyzer positions it: PySpark logs an error
- * that has one with its getMessage(), which looks the condition up among Spark's own only and
- * would fail; the position stays in the message ("line 1 pos 14").
- */
-final class SqlExtAnalysisException(name: String, parameters: Map[String, String])
-  extends AnalysisException(name, SqlExtErrors.sqlState(name), SqlExtErrors.template(name),
-    parameters, None, Some(SqlExtErrors.message(name, parameters))) {
-  override def withPosition(origin: Origin): AnalysisException = {
-    val positioned = copy(line = origin.line, startPosition = origin.startPosition)
-    positioned.setStackTrace(getStackTrace)
-    positioned
+  /**
+   * An AnalysisException of one of sql-ext's conditions (Spark takes its SQLSTATE and template
+   * from here). It keeps no query context when the analyzer positions it: PySpark logs an error
+   * that has one with its getMessage(), which looks the condition up among Spark's own only and
+   * would fail; the position stays in the message ("line 1 pos 14").
+   */
+  final class SqlExtAnalysisException(name: String, parameters: Map[String, String])
+    extends AnalysisException(name, SqlExtErrors.sqlState(name), SqlExtErrors.template(name),
+      parameters, None, Some(SqlExtErrors.message(name, parameters))) {
+    override def withPosition(origin: Origin): AnalysisException = {
+      val positioned = copy(line = origin.line, startPosition = origin.startPosition)
+      positioned.setStackTrace(getStackTrace)
+      positioned
+    }
   }
 }
