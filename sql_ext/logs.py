@@ -20,7 +20,8 @@ HARMLESS_LOG_LINES = {
     # After a Spark Connect client (spark-pipelines) closes its session, the release of its last
     # operation finds the session gone: an ERROR with a stack trace after a run that completed.
     "org.apache.spark.sql.connect.utils.ErrorUtils":
-        r"(?s)Spark Connect RPC error during: releaseExecute\..*",
+        r"(?s)(Spark Connect RPC error during:|SessionHolder not found during error handling "
+        r"for) releaseExecute\..*",
     "org.apache.spark.util.SparkStringUtils":
         r"(?s)Truncated the string representation of a plan since it was too large\..*",
 }
