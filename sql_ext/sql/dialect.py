@@ -31,14 +31,9 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.parsers.spark import SparkParser
 from sqlglot.tokens import TokenType
 
-from sql_ext.sql.errors import WindowSyntaxError
-from sql_ext.sql.errors import error_at as _error_at
+# Every error the parser finds is a syntax error (SQL_EXT_WINDOW_SYNTAX).
+from sql_ext.sql.errors import syntax_error_at as error_at
 from sql_ext.sql.spelling import WINDOW_KINDS, did_you_mean, misspelt_window, nearest
-
-def error_at(token, message: str):
-    """Every error this module finds is a syntax error (SQL_EXT_WINDOW_SYNTAX)."""
-    return _error_at(token, message, WindowSyntaxError)
-
 
 POLICIES = ("COUNT", "DELTA", "TIME", "PUNCT")
 EVICTIONS = ("AGE", "COUNT", "TUPLES")

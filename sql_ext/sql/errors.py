@@ -32,7 +32,7 @@ class WindowSqlError(ValueError):
         self.message = message
         self.line = line
         self.column = column
-        where = f" (line {line}, pos {column - 1})" if column else ""
+        where = f" (line {line}, pos {self.pos})" if column else ""
         super().__init__(f"[{self.condition}] {render(self.condition, message)}"
                          f" SQLSTATE: {self.sql_state}{where}")
 
@@ -71,6 +71,11 @@ def error_at(token, message: str, kind: type[WindowSqlError] = WindowSqlError) -
     if token is None:
         return kind(message)
     return kind(message, token.line, max(1, token.col - len(token.text) + 1))
+
+
+def syntax_error_at(token, message: str) -> WindowSqlError:
+    """error_at of a syntax error (SQL_EXT_WINDOW_SYNTAX): the parser's and the spelling's."""
+    return error_at(token, message, WindowSyntaxError)
 
 
 def error_at_node(node, message: str,

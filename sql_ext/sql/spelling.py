@@ -17,13 +17,9 @@ from __future__ import annotations
 from sqlglot.tokens import TokenType
 
 from sql_ext.sql import contract
-from sql_ext.sql.errors import WindowSqlError, WindowSyntaxError
-from sql_ext.sql.errors import error_at as _error_at
-
-def error_at(token, message: str):
-    """Every error this module finds is a syntax error (SQL_EXT_WINDOW_SYNTAX)."""
-    return _error_at(token, message, WindowSyntaxError)
-
+from sql_ext.sql.errors import WindowSqlError
+# A misspelling is a syntax error (SQL_EXT_WINDOW_SYNTAX).
+from sql_ext.sql.errors import syntax_error_at as error_at
 
 WINDOW_KINDS = ("TUMBLING", "SLIDING", "TIME_INTERVAL")
 PANE_FUNCTIONS = tuple(name.upper() for name in contract.PANE_FUNCTION_COLUMNS)

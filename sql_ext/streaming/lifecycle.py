@@ -77,8 +77,8 @@ def _create(spark: SparkSession, name: str, db: str, table: str, definition: Def
     exists = catalog.exists(spark, db, table)
     if exists and not replace:
         if not props:
-            raise StreamingTableError(f"{name} is a table, not a streaming table: DROP TABLE it or "
-                                      "choose another name")
+            raise StreamingTableError(f"{name} is a table, not a streaming table: DROP TABLE it "
+                                      "or choose another name")
         entry = catalog.entry(db, table, props)
         changed = entry.definition.differences(definition)
         if changed:
@@ -195,8 +195,8 @@ def _alter(spark: SparkSession, name: str, db: str, table: str, sql: str,
     fixed = old.structural_differences(definition)
     if fixed:
         raise StreamingTableError(f"ALTER STREAMING TABLE {name} cannot change in place: "
-                             + "; ".join(fixed) + ". CREATE OR REPLACE STREAMING TABLE starts "
-                             "it over (new contents, new checkpoint)")
+                                  + "; ".join(fixed) + ". CREATE OR REPLACE STREAMING TABLE "
+                                  "starts it over (new contents, new checkpoint)")
     entry = catalog.entry(db, table, props)
     plan = plan_stream(spark, entry.name, sql, definition.trigger, definition.checkpoint)
     _check_columns(spark, entry.name, output_schema(spark, plan))
@@ -317,8 +317,8 @@ def start_refresh(spark: SparkSession, name: str) -> StreamingQuery:
     with managing(_key(spark, name)):
         entry = named_entry(spark, name, "REFRESH STREAMING TABLE")
         if runs.running(spark, entry) is not None:
-            raise StreamingTableError(f"REFRESH STREAMING TABLE {name}: the stream is running, and "
-                                      "it already reads what arrives: STOP STREAM it first")
+            raise StreamingTableError(f"REFRESH STREAMING TABLE {name}: the stream is running, "
+                                      "and it already reads what arrives: STOP STREAM it first")
         own = own_session(spark)
         definition = entry.definition
         plan = plan_stream(own, entry.name, definition.query, AVAILABLE_NOW,

@@ -41,6 +41,9 @@ object SqlExtErrors {
     conditions.getOrElse(name, throw new IllegalArgumentException(
       s"$name is not one of sql-ext's error conditions (error-conditions.json)"))
 
+  /** Whether `name` is one of sql-ext's conditions (not Spark's). */
+  def isOwn(name: String): Boolean = conditions.contains(name)
+
   def sqlState(name: String): String = condition(name).sqlState
 
   def template(name: String): String = condition(name).template

@@ -79,7 +79,7 @@ case class ResolvePipelineWindows(session: SparkSession) extends Rule[LogicalPla
           SubqueryAlias(Contract.SourceAlias, firings)))
       } catch {
         case error: AnalysisException if error.getCondition != null &&
-            error.getCondition.nonEmpty && !error.getCondition.startsWith("SQL_EXT_") =>
+            error.getCondition.nonEmpty && !SqlExtErrors.isOwn(error.getCondition) =>
           // Without the origin of the rewritten call, which would be the error's query context:
           // the error shows the user's statement.
           throw CurrentOrigin.withOrigin(Origin())(WindowedErrors.forUser(error, user))

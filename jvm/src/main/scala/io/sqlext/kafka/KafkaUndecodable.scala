@@ -23,7 +23,7 @@ object KafkaUndecodable {
   private def builder(args: Seq[Expression]): LogicalPlan = args match {
     case Seq(Literal(name, StringType)) if name != null =>
       read(SparkSession.active, name.toString)
-    case _ => throw SqlExtErrors.analysis("SQL_EXT_WRONG_TABLE_KIND", 
+    case _ => throw SqlExtErrors.analysis("SQL_EXT_WRONG_TABLE_KIND",
       s"$Name takes the name of a Kafka topic table as a string: $Name('<table>')")
   }
 

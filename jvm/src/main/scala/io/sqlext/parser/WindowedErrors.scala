@@ -26,7 +26,7 @@ object WindowedErrors {
           .headOption
         val origin = named.flatMap(locate(userText, _))
           .getOrElse(Origin(line = Some(1), startPosition = Some(0)))
-        if (condition.startsWith("SQL_EXT_")) {
+        if (SqlExtErrors.isOwn(condition)) {
           SqlExtErrors.parse(condition, userText, parameters.getOrElse("message", ""),
             origin.line.getOrElse(1), origin.startPosition.getOrElse(0))
         } else new ParseException(Some(userText), origin, condition, parameters.toMap)

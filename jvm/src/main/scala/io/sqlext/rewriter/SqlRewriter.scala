@@ -16,7 +16,8 @@ import org.apache.spark.sql.SparkSession
  * streaming tables and flows are lowered to a plan the pipeline runs).
  * `execute` runs a streaming statement on the client's session and answers JSON:
  * {"rows": [[...], ...]} or {"error": "<message>", "condition": "<SQL_EXT_...>"}.
- * `statementId` is the Thrift server's id of the statement (null elsewhere): a wait in Python asks CancelledStatements whether it ended.
+ * `statementId` is the Thrift server's id of the statement (null elsewhere): a wait in Python
+ * asks CancelledStatements whether it ended.
  */
 trait SqlRewriter {
   def rewrite(sqlText: String, sessionUdafs: String, inPipeline: Boolean): String

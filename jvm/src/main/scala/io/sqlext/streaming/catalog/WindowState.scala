@@ -64,8 +64,8 @@ object WindowState {
     if (props.isEmpty) throw SqlExtErrors.analysis("SQL_EXT_WRONG_TABLE_KIND",
       s"$Name('$name'): $db.${ident.table} is not a streaming table")
     val window = Option(props.get(WindowProperty)).getOrElse(throw SqlExtErrors.analysis(
-      "SQL_EXT_WRONG_TABLE_KIND", s"$Name('$name'): the stream has not started since its window was recorded; start it " +
-      "(REFRESH STREAMING TABLE) first"))
+      "SQL_EXT_WRONG_TABLE_KIND", s"$Name('$name'): the stream has not started since its " +
+      "window was recorded; start it (REFRESH STREAMING TABLE) first"))
     implicit val formats: Formats = DefaultFormats
     val json = JsonMethods.parse(window)
     val spec = WindowSpec.fromJson(JsonMethods.compact(json \ "spec"))
