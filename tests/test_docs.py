@@ -218,3 +218,120 @@ def test_the_readme_links_lead_somewhere():
     assert len(local) > 10
     missing = [t for t in local if not (ROOT / t).exists()]
     assert not missing, f"README links to nothing: {missing}"
+
+
+# Every ```sql block of the site and the README is checked one of three ways: the reference
+# pages' run with their output (above); a block that shows an example file (`--8<-- "path"`)
+# is that file, which the named test runs; the other pages' blocks are walk-throughs, run
+# statement by statement over a `traffic` table made first (below).
+INCLUDED_EXAMPLES = {"examples/pipelines/": "tests/test_pipelines.py",
+                     "examples/dbt/": "tests/test_dbt.py"}
+WALKTHROUGHS = ["README.md", "docs/guide/streaming-tables.md", "docs/guide/late-rows.md",
+                "docs/doors/kafka-topics.md"]
+SNIPPET = re.compile(r'^--8<-- "([^"]+)"$')
+
+
+def sql_blocks(page: Path) -> list[str]:
+    return [m.group(2) for m in FENCE.finditer(page.read_text()) if m.group(1) == "sql"]
+
+
+def test_every_sql_block_of_the_docs_is_checked():
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    unchecked = []
+    for page in pages:
+        relative = page.relative_to(ROOT).as_posix()
+        if page in REFERENCE or relative in WALKTHROUGHS:
+            continue
+        for block in sql_blocks(page):
+            shown = SNIPPET.match(block.strip())
+            runner = shown and next((test for folder, test in INCLUDED_EXAMPLES.items()
+                                     if shown.group(1).startswith(folder)), None)
+            if not runner or not (ROOT / shown.group(1)).is_file():
+                unchecked.append(f"{relative}: {block.strip().splitlines()[0]}")
+            else:  # the test that runs the example names its folder
+                assert shown.group(1).split("/")[1] in (ROOT / runner).read_text()
+    assert not unchecked, f"SQL examples no test runs: {unchecked}"
+    for relative in WALKTHROUGHS:
+        assert sql_blocks(ROOT / relative), f"{relative} has no SQL walk-through any more"
+
+
+def statements(block: str) -> list[str]:
+    """A block's statements, without their `--` comments: split at each `;` outside quotes
+    and comments."""
+    found, current, quote, comment = [], [], None, False
+    for char in block:
+        if comment:
+            comment = char != "\n"
+            if comment:
+                continue
+        elif quote:
+            quote = None if char == quote else quote
+        elif char in "'\"`":
+            quote = char
+        elif char == "-" and current and current[-1] == "-":
+            comment = True
+            current.pop()
+            continue
+        elif char == ";":
+            found.append("".join(current))
+            current = []
+            continue
+        current.append(char)
+    found.append("".join(current))
+    return [" ".join(s.split()) for s in found if s.strip()]
+
+
+@pytest.mark.parametrize("relative", WALKTHROUGHS)
+def test_walkthrough_examples_run(spark, relative, tmp_path, request):
+    """A guide's statements in page order, in a session of their own whose current database
+    has `traffic` (freeway, lane_flow, event_time). `AS ...` stands for the query of the
+    block's CREATE STREAMING TABLE; paths under /data go to a temporary folder; Kafka's
+    `broker:9092` and topic `traffic` are the run's broker and a new topic. The streams the
+    statements leave running are dropped at the end."""
+    import uuid
+
+    session = spark.newSession()
+    database = f"docs_{uuid.uuid4().hex[:8]}"
+    session.sql(f"CREATE DATABASE {database}")
+    session.sql(f"USE {database}")
+    session.sql("CREATE TABLE traffic USING DELTA AS SELECT * FROM VALUES "
+                "('I-80', 120, TIMESTAMP'2024-01-01 08:00:00'), "
+                "('I-80', 150, TIMESTAMP'2024-01-01 08:00:30'), "
+                "('US-101', 90, TIMESTAMP'2024-01-01 08:00:10') "
+                "AS t(freeway, lane_flow, event_time)")
+    substitutions = [("'/data/", f"'{tmp_path.as_posix()}/")]
+    if relative.endswith("kafka-topics.md"):
+        from kafka_messages import create_topic, produce
+
+        kafka = request.getfixturevalue("kafka")
+        topic = f"docs_traffic_{uuid.uuid4().hex[:8]}"
+        create_topic(kafka, topic, 1)
+        produce(kafka, topic, [("I-80", {"freeway": "I-80", "lane_flow": 120,
+                                         "event_time": "2024-01-01T08:00:00"})])
+        substitutions += [("'broker:9092'", f"'{kafka}'"), ("'subscribe' = 'traffic'",
+                                                          f"'subscribe' = '{topic}'")]
+    ran = 0
+    try:
+        for block in sql_blocks(ROOT / relative):
+            query = None
+            for statement in statements(block):
+                for old, new in substitutions:
+                    statement = statement.replace(old, new)
+                created = re.match(r"CREATE STREAMING TABLE \w+ .*?\bAS\s+(SELECT\b.*)",
+                                   statement, re.S)
+                query = created.group(1) if created else query
+                if re.search(r"\bAS \.\.\.$", statement):
+                    assert query, f"{relative}: `AS ...` before any query: {statement}"
+                    statement = statement[:-3] + query
+                frame = session.sql(statement)
+                if frame.isStreaming:  # a query over STREAM(...): a streaming table's query
+                    assert "STREAM(" in statement
+                else:
+                    frame.collect()
+                ran += 1
+        assert ran >= 2
+    finally:
+        for row in session.sql("SHOW STREAMS").collect():
+            if row.name.startswith(f"{database}."):
+                session.sql(f"DROP STREAMING TABLE {row.name}")
+        session.sql(f"DROP DATABASE {database} CASCADE")
