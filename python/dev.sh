@@ -23,12 +23,14 @@ setup_python() {
     python3 -m venv "$VENV"
   fi
   local stamp="$VENV/.sql-ext-installed"
-  if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ python/constraints.txt -nt "$stamp" ]; then
     # uv resolves as pip does (the same versions) and installs in parallel from its cache:
     # measured 40-48 s where pip took 65 s (warm cache) to 123 s (cold).
     say "installing Python packages with uv (pyspark is large: under a minute)"
     "$PY" -m pip install -q "uv>=0.5"
-    "$VENV/bin/uv" pip install -q --python "$PY" -e ".[test,dbt,connect,docs]"
+    # The tested versions of Spark, Delta and sqlglot (python/constraints.txt), not the newest
+    # patch releases pyproject.toml allows.
+    "$VENV/bin/uv" pip install -q --python "$PY" -c python/constraints.txt -e ".[test,dbt,connect,docs]"
     touch "$stamp"
   fi
   export PYSPARK_PYTHON="$PY"

@@ -368,6 +368,14 @@ def table_refusal(spark: SparkSession, privilege: str, name: str) -> str | None:
     return _object(spark, ACCESS_CHECKS).tableRefusal(_session(spark), privilege, name)
 
 
+def stream_refusal(spark: SparkSession, query: DataFrame, name: str) -> str | None:
+    """The access rule 'tables' for the user of `spark` (a stream's own session), checked
+    before each micro-batch: why reading the stream's `query` or writing its table `name` is
+    refused now, or None."""
+    return _object(spark, ACCESS_CHECKS).streamRefusal(
+        _session(spark), query._jdf.queryExecution().analyzed(), name)
+
+
 def readable(spark: SparkSession, db: str, table: str) -> bool:
     """Whether the user of `spark` may read `db`.`table` by the access rules."""
     return bool(_object(spark, ACCESS_CHECKS).readable(_session(spark), db, table))

@@ -103,31 +103,42 @@ def _run_locally(spec: Path, warehouse: Path, cwd: Path):
     assert not noise, "\n".join(noise[:20])
 
 
+LATER = [{"seq": 13 + i, "event_time": f"2024-01-01T08:{3 + i // 6:02d}:{(i * 10) % 60:02d}",
+          "freeway": ("I-80", "US-101")[i % 2], "lane_flow": 100 + 37 * i} for i in range(12)]
+
+
+def _add_later_readings(spec: Path) -> None:
+    """Readings that come after the first run: a second file in the example's data folder."""
+    (spec.parent / "data" / "later.json").write_text(
+        "\n".join(json.dumps(reading) for reading in LATER) + "\n")
+
+
 @pytest.mark.heavy
 def test_the_example_pipeline_in_one_command(spark, tmp_path):
-    """Run twice: the second run reads only the readings that came since, and the windowed
-    streaming tables go on from the window state the first run left in the checkpoints
-    (count windows and panes that span both runs)."""
+    """`sql-ext pipelines run`: a local Connect server and Spark's pipelines CLI in one
+    command, quiet when it succeeds. (A second run over more readings is the remote test's:
+    the same pipeline engine, without starting a second local server.)"""
     spec, warehouse = _pipeline_copy(tmp_path), tmp_path / "warehouse"
     _run_locally(spec, warehouse, tmp_path)
     _check_datasets(spark, warehouse, "local")
-    later = [{"seq": 13 + i, "event_time": f"2024-01-01T08:{3 + i // 6:02d}:{(i * 10) % 60:02d}",
-              "freeway": ("I-80", "US-101")[i % 2], "lane_flow": 100 + 37 * i}
-             for i in range(12)]
-    (spec.parent / "data" / "later.json").write_text(
-        "\n".join(json.dumps(reading) for reading in later) + "\n")
-    _run_locally(spec, warehouse, tmp_path)
-    _check_datasets(spark, warehouse, "local_again", readings=25)
 
 
 @pytest.mark.heavy
-def test_the_example_pipeline_against_a_connect_server(spark, tmp_path, connect_server):
+def test_the_example_pipeline_against_a_connect_server_twice(spark, tmp_path, connect_server):
     """`spark-pipelines run --remote` against the run's shared `sql-ext connect-server`: the
-    datasets land in its warehouse."""
-    output, failed = _remote("run", _pipeline_copy(tmp_path), connect_server, tmp_path)
+    datasets land in its warehouse. Run twice: the second run reads only the readings that
+    came since, and the windowed streaming tables go on from the window state the first run
+    left in the checkpoints (count windows and panes that span both runs)."""
+    spec = _pipeline_copy(tmp_path)
+    output, failed = _remote("run", spec, connect_server, tmp_path)
     assert not failed, output[-8000:]
     assert "Run is COMPLETED" in output
     _check_datasets(spark, connect_server.warehouse, "remote")
+    _add_later_readings(spec)
+    output, failed = _remote("run", spec, connect_server, tmp_path)
+    assert not failed, output[-8000:]
+    assert "Run is COMPLETED" in output
+    _check_datasets(spark, connect_server.warehouse, "remote_again", readings=25)
 
 
 def _remote(command: str, spec: Path, server, cwd: Path) -> tuple[str, bool]:

@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pyspark
@@ -500,16 +501,21 @@ def test_jdbc_metadata_lists_only_the_tables_a_user_may_read(secured, sales, tmp
                                          "SHOW TABLES IN secret")) == ["codes", "payroll"]
 
 
+def _rewrite_rules(work, content):
+    """The server's rules file with `content`, its time moved on (the server reads it again)."""
+    rules = work / "rules.json"
+    before = rules.stat().st_mtime
+    rules.write_text(content)
+    os.utime(rules, (before + 2, before + 2))
+
+
 def test_the_rules_file_is_read_again_when_it_changes(secured_server, sales):
     secured, work = secured_server
-    rules = work / "rules.json"
     bob = _as(secured, "bob", "other")
     _refused(bob, "SELECT * FROM secret.payroll", "tables", "bob")
 
     def rewrite(content):
-        before = rules.stat().st_mtime
-        rules.write_text(content)
-        os.utime(rules, (before + 2, before + 2))
+        _rewrite_rules(work, content)
 
     try:
         rewrite(json.dumps({**RULES, "tables": [
@@ -522,6 +528,54 @@ def test_the_rules_file_is_read_again_when_it_changes(secured_server, sales):
         rewrite(json.dumps(RULES))
     assert _run(bob, "SELECT COUNT(*) FROM sales.customers") == [(1,)]
     _refused(bob, "SELECT * FROM secret.payroll", "tables", "bob")
+
+
+def test_a_running_stream_stops_when_the_rules_take_its_source_away(secured_server, sales):
+    """A continuous stream runs as its user: rules changed while it runs are checked before
+    each micro-batch, as before each statement. Its user loses the source: the next
+    micro-batch is refused (the stream FAILED, naming the rule), and nothing more is written."""
+    secured, work = secured_server
+    admin, ann = sales, _as(secured, "ann", "s3cret")
+    _run(admin, "CREATE DATABASE IF NOT EXISTS feed")
+    _run(admin, "CREATE TABLE feed.src USING DELTA AS SELECT id AS seq FROM range(4)")
+    granted = {**RULES, "tables": [
+        {"user": "ann", "database": "feed", "privileges": ["SELECT"]}, *RULES["tables"]]}
+    ops = _as(secured, "ops", "ops-pw")
+
+    def flow():
+        ops.execute("SHOW STREAMS")
+        columns = [d[0] for d in ops.description]
+        return next(dict(zip(columns, row)) for row in ops.fetchall()
+                    if row[0] == "live.flow")
+
+    try:
+        _rewrite_rules(work, json.dumps(granted))
+        _run(ann, "CREATE STREAMING TABLE live.flow TRIGGER EVERY 1 AS SELECT COUNT(*) AS n "
+                  "FROM STREAM(feed.src) WINDOW TUMBLING COUNT(2)")
+        _until(lambda: _run(ann, "SELECT SUM(n) FROM live.flow") == [(4,)], "the first windows")
+        _rewrite_rules(work, json.dumps(RULES))
+        _run(admin, "INSERT INTO feed.src VALUES (4), (5)")
+        failed = _until(lambda: (lambda s: s if s["state"] == "FAILED" else None)(flow()),
+                        "the stream to stop")
+        assert "access rule 'tables' for user 'ann'" in failed["last_error"], failed
+        assert "feed.src" in failed["last_error"], failed
+        assert _run(admin, "SELECT SUM(n) FROM live.flow") == [(4,)]
+        _refused(ann, "SELECT * FROM feed.src", "tables")
+    finally:
+        _rewrite_rules(work, json.dumps(RULES))
+        _run(ann, "DROP STREAMING TABLE IF EXISTS live.flow")
+        _run(admin, "DROP DATABASE feed CASCADE")
+    _sales_unchanged(sales)
+
+
+def _until(check, what, timeout=120.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_dbt_through_the_server_keeps_to_the_rules(secured, sales, tmp_path, monkeypatch):

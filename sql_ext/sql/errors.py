@@ -61,6 +61,12 @@ class StreamingTableError(WindowSqlError):
     condition = "SQL_EXT_STREAMING_TABLE"
 
 
+class AccessDeniedError(WindowSqlError):
+    """A streaming statement or a stream's micro-batch that the server's access rules refuse
+    to its user (the JVM's io.sqlext.access.AccessChecks says why)."""
+    condition = "SQL_EXT_ACCESS_DENIED"
+
+
 class StreamInterruptedError(StreamingTableError):
     """A statement that runs a stream was cancelled or timed out."""
     condition = "SQL_EXT_STREAM_INTERRUPTED"

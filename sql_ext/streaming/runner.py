@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from sql_ext import jvm
+from sql_ext.sql.errors import AccessDeniedError
 from sql_ext.sql.names import table_name
 from sql_ext.streaming import catalog, runs
 from sql_ext.streaming.catalog import AVAILABLE_NOW, Entry
@@ -79,6 +80,11 @@ def start(spark: SparkSession, entry: Entry, plan: StreamPlan,
         # One job computes the micro-batch's firings; with LATE ROWS INTO the same job wrote
         # its late rows to files of the late table (LateRowFiles), committed here.
         with _stop_told_briefly(batch_id):
+            # The access rules again (a server's user's stream): rules changed while the stream
+            # runs stop it before it reads or writes what they no longer give its user.
+            refusal = jvm.stream_refusal(spark, plan.firings, entry.name)
+            if refusal:
+                raise AccessDeniedError(refusal)
             rows, upsert, written = compute(batch)
             if table_sink.location is None:  # a new table, being made
                 table_sink.location = made.result()

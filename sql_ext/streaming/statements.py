@@ -15,7 +15,7 @@ from pyspark.sql.streaming import StreamingQuery
 from sql_ext import jvm
 from sql_ext.sql.dialect import (CreateStreamingTable, DropStreamingTable, RefreshStreamingTable,
                                  ShowStreams, StopStream)
-from sql_ext.sql.errors import StreamingTableError, WindowSqlError
+from sql_ext.sql.errors import AccessDeniedError, StreamingTableError, WindowSqlError
 from sql_ext.sql.statements import statement_of
 from sql_ext.sql.window_model import duration_seconds
 from sql_ext.streaming import lifecycle, status
@@ -37,7 +37,7 @@ def execute(sql: str, spark: SparkSession, ended: Callable[[], str | None] = lam
     # STREAM on it (the access rules file's; its query's tables need SELECT as it is planned).
     refusal = jvm.table_refusal(spark, "STREAM", name)
     if refusal:
-        raise WindowSqlError(refusal)
+        raise AccessDeniedError(refusal)
     if isinstance(statement, StopStream):
         lifecycle.stop_stream(spark, name)
     elif isinstance(statement, RefreshStreamingTable):
@@ -81,7 +81,7 @@ def _check_paths(spark: SparkSession, statement: str, paths: dict[str, str | Non
     for what, location in paths.items():
         refusal = location and jvm.path_refusal(spark, f"{statement}'s {what}", location)
         if refusal:
-            raise WindowSqlError(refusal)
+            raise AccessDeniedError(refusal)
 
 
 def answer_execute(sql: str, spark: SparkSession, statement_id: str | None = None) -> str:

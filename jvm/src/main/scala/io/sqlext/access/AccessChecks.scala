@@ -117,6 +117,19 @@ object AccessChecks {
     }.orNull
   }
 
+  /** For Python, before each micro-batch of a user's stream: the rule 'tables' for `session`'s
+   *  user over the stream's query `plan` (SELECT on its sources) and STREAM on its table
+   *  `name`, the refusal's message or null. Checked again each time, so that access rules
+   *  changed while the stream runs stop it, as they refuse the user's next statement. */
+  def streamRefusal(session: SparkSession, plan: LogicalPlan, name: String): String =
+    checkedUser(session).filter(_ => AccessRules.configured).flatMap { user =>
+      val catalog = session.sessionState.catalog
+      val reads = TableAccess.needs(plan, session.catalog.currentDatabase, (db, t) =>
+        catalog.tableExists(org.apache.spark.sql.catalyst.TableIdentifier(t, Some(db))))
+      reads.iterator.flatMap(n => AccessRules.refusal(user, n.privilege, n.database, n.table))
+        .nextOption().map(message(user, "tables", _))
+    }.orElse(Option(tableRefusal(session, "STREAM", name))).orNull
+
   /** Whether `session`'s user may read `database`.`table` (SHOW STREAMS lists only those). */
   def readable(session: SparkSession, database: String, table: String): Boolean =
     checkedUser(session).forall(AccessRules.readable(_, database, table))
