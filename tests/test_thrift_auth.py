@@ -501,6 +501,39 @@ def test_jdbc_metadata_lists_only_the_tables_a_user_may_read(secured, sales, tmp
                                          "SHOW TABLES IN secret")) == ["codes", "payroll"]
 
 
+def test_sql_functions_keep_to_the_rules(secured, sales):
+    """A persistent SQL function is its database's: creating, replacing or dropping one needs
+    CREATE / DROP on the database, as for the database itself. Calling one reads what its body
+    reads, with the caller's rights; a temporary function is the session's own."""
+    admin = sales
+    bob, ann = _as(secured, "bob", "other"), _as(secured, "ann", "s3cret")
+    _run(admin, "CREATE OR REPLACE FUNCTION sales.pay_of(who STRING) RETURNS INT "
+                "RETURN (SELECT MAX(pay) FROM secret.payroll WHERE name = who)")
+    _run(admin, "CREATE OR REPLACE FUNCTION sales.pay_rows() RETURNS TABLE (name STRING, "
+                "pay INT) RETURN SELECT * FROM secret.payroll")
+    try:
+        assert _run(admin, "SELECT sales.pay_of('ann')") == [(100,)]
+        _refused(bob, "SELECT sales.pay_of('ann')", "tables", "bob", "secret.payroll")
+        _refused(bob, "SELECT * FROM sales.pay_rows()", "tables", "bob", "secret.payroll")
+        _refused(bob, "CREATE OR REPLACE FUNCTION sales.pay_of(who STRING) RETURNS INT "
+                      "RETURN 0", "tables", "bob", "sales")
+        _refused(bob, "CREATE FUNCTION sales.mine(x INT) RETURNS INT RETURN x", "tables", "bob",
+                 "sales")
+        _refused(bob, "DROP FUNCTION sales.pay_rows", "tables", "bob", "sales")
+        assert _run(admin, "SELECT sales.pay_of('ann')") == [(100,)]
+        _run(bob, "CREATE TEMPORARY FUNCTION twice(x INT) RETURNS INT RETURN 2 * x")
+        assert _run(bob, "SELECT twice(21)") == [(42,)]
+        # ann owns the database team: her functions there are hers to make and drop.
+        _run(ann, "CREATE FUNCTION team.plus_one(x INT) RETURNS INT RETURN x + 1")
+        assert _run(ann, "SELECT team.plus_one(41)") == [(42,)]
+        _run(ann, "DROP FUNCTION team.plus_one")
+    finally:
+        _run(admin, "DROP FUNCTION IF EXISTS sales.pay_of")
+        _run(admin, "DROP FUNCTION IF EXISTS sales.pay_rows")
+        _run(admin, "DROP FUNCTION IF EXISTS sales.mine")
+    _sales_unchanged(sales)
+
+
 def _rewrite_rules(work, content):
     """The server's rules file with `content`, its time moved on (the server reads it again)."""
     rules = work / "rules.json"

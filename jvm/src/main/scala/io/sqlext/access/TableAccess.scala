@@ -1,6 +1,6 @@
 package io.sqlext.access
 
-import org.apache.spark.sql.catalyst.TableIdentifier
+import org.apache.spark.sql.catalyst.{FunctionIdentifier, TableIdentifier}
 import org.apache.spark.sql.catalyst.analysis.{ResolvedIdentifier, ResolvedNamespace,
   ResolvedPersistentView, ResolvedTable}
 import org.apache.spark.sql.catalyst.catalog.{CatalogTable, HiveTableRelation}
@@ -22,9 +22,11 @@ import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
  *  - CREATE for a new table or view (CREATE OR REPLACE also DROP), DROP to drop one;
  *  - ALTER for every other statement on a table (ALTER TABLE, COMMENT ON, OPTIMIZE, VACUUM,
  *    RESTORE, ...): what is not known to only read or write is held to the stricter privilege;
- *  - CREATE, DROP, ALTER of a database as a whole.
+ *  - CREATE, DROP, ALTER of a database as a whole; CREATE (CREATE OR REPLACE also DROP) and
+ *    DROP of a persistent SQL function need the same of its database.
  *
- * Temporary views are the session's own: they need nothing, what they read does.
+ * Temporary views and functions are the session's own: they need nothing, what they read does
+ * (a SQL function's body is part of the plan of the statement that calls it).
  */
 object TableAccess {
   import AccessChecks.member
@@ -150,6 +152,7 @@ object TableAccess {
       case ("CreateTableLikeCommand" | "CreateTableLike", _) =>  // v1 and v2: LIKE's source
         named(target(node), Seq("CREATE")) ++ named((member(node, "sourceTable") ++
           member(node, "source")).flatMap(tableOf).headOption, Seq("SELECT"))
+      case ("CreateSQLFunctionCommand" | "DropFunctionCommand", _) => functionNeeds(node)
       case _ if Writes.contains(name) => named(target(node), Writes(name))
       case _ if Reads(name) => named(target(node), Seq("SELECT"))
       case _ if Databases.contains(name) || (node.isInstanceOf[Command] && namespace(node)
@@ -162,6 +165,22 @@ object TableAccess {
       case _ => Nil
     }
   }
+
+  /** A persistent SQL function's CREATE, CREATE OR REPLACE and DROP: CREATE and DROP on its
+   *  database as a whole, as for the database itself (a function is not a table, and another
+   *  user's function is called by everyone who calls it by name). A temporary function is its
+   *  session's own. */
+  private def functionNeeds(node: LogicalPlan): Seq[Need] =
+    if (member(node, "isTemp").contains(true)) Nil
+    else {
+      val privileges =
+        if (node.getClass.getSimpleName == "DropFunctionCommand") Seq("DROP")
+        else if (member(node, "replace").contains(true)) Seq("CREATE", "DROP")
+        else Seq("CREATE")
+      node.productIterator.collectFirst { case f: FunctionIdentifier => f }.toSeq.flatMap { f =>
+        privileges.map(Need(_, f.database.getOrElse("").toLowerCase, None))
+      }
+    }
 
   /** Commands on a database that only list or show it, or make it the session's current one. */
   private val ReadOnlyDatabaseCommands = Set("ShowTables", "ShowTablesCommand", "ShowViews",
