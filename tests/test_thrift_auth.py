@@ -15,13 +15,13 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pyspark
 import pytest
 from pyhive import hive
 from test_catalog import _kill
+from test_managed_streams import _until
 
 from sql_ext.server.auth import hash_line, set_password
 from sql_ext.server.thrift import free_port, wait_for_port
@@ -599,16 +599,6 @@ def test_a_running_stream_stops_when_the_rules_take_its_source_away(secured_serv
         _run(ann, "DROP STREAMING TABLE IF EXISTS live.flow")
         _run(admin, "DROP DATABASE feed CASCADE")
     _sales_unchanged(sales)
-
-
-def _until(check, what, timeout=120.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_dbt_through_the_server_keeps_to_the_rules(secured, sales, tmp_path, monkeypatch):
