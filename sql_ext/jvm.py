@@ -372,8 +372,7 @@ def stream_refusal(spark: SparkSession, query: DataFrame, name: str) -> str | No
     """The access rule 'tables' for the user of `spark` (a stream's own session), checked
     before each micro-batch: why reading the stream's `query` or writing its table `name` is
     refused now, or None."""
-    return _object(spark, ACCESS_CHECKS).streamRefusal(
-        _session(spark), query._jdf.queryExecution().analyzed(), name)
+    return _object(spark, ACCESS_CHECKS).streamRefusal(_session(spark), query._jdf, name)
 
 
 def readable(spark: SparkSession, db: str, table: str) -> bool:

@@ -547,18 +547,15 @@ def test_the_rules_file_is_read_again_when_it_changes(secured_server, sales):
     bob = _as(secured, "bob", "other")
     _refused(bob, "SELECT * FROM secret.payroll", "tables", "bob")
 
-    def rewrite(content):
-        _rewrite_rules(work, content)
-
     try:
-        rewrite(json.dumps({**RULES, "tables": [
+        _rewrite_rules(work, json.dumps({**RULES, "tables": [
             {"user": "bob", "database": "secret", "privileges": ["SELECT"]}, *RULES["tables"]]}))
         assert _run(bob, "SELECT pay FROM secret.payroll") == [(100,)]
-        rewrite('{"tables": [{"user": "bob", "privileges": ["READ"]}]}')
+        _rewrite_rules(work, '{"tables": [{"user": "bob", "privileges": ["READ"]}]}')
         _refused(bob, "SELECT * FROM sales.orders", "tables", "bob",
                  "invalid since it changed")
     finally:
-        rewrite(json.dumps(RULES))
+        _rewrite_rules(work, json.dumps(RULES))
     assert _run(bob, "SELECT COUNT(*) FROM sales.customers") == [(1,)]
     _refused(bob, "SELECT * FROM secret.payroll", "tables", "bob")
 

@@ -1,7 +1,7 @@
 package io.sqlext.access
 
 import io.sqlext.SqlExtErrors
-import org.apache.spark.sql.{AnalysisException, SparkSession}
+import org.apache.spark.sql.{AnalysisException, Dataset, SparkSession}
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, ScriptTransformation}
 import org.apache.spark.sql.execution.command.{AddArchivesCommand, AddFilesCommand,
@@ -77,13 +77,8 @@ case class AccessChecks(session: SparkSession) extends (LogicalPlan => Unit) {
     def paths(locations: Seq[String], what: String): Unit =
       locations.flatMap(AccessChecks.outside(_, what)).headOption.foreach(refuse("paths", _))
 
-    if (AccessRules.configured) {
-      val catalog = session.sessionState.catalog
-      TableAccess.needs(plan, session.catalog.currentDatabase, (db, t) =>
-        catalog.tableExists(org.apache.spark.sql.catalyst.TableIdentifier(t, Some(db)))).iterator
-        .flatMap(n => AccessRules.refusal(user, n.privilege, n.database, n.table))
-        .nextOption().foreach(refuse("tables", _))
-    }
+    if (AccessRules.configured) AccessChecks.tablesRefusal(session, plan, user)
+      .foreach(refuse("tables", _))
   }
 }
 
@@ -121,14 +116,21 @@ object AccessChecks {
    *  user over the stream's query `plan` (SELECT on its sources) and STREAM on its table
    *  `name`, the refusal's message or null. Checked again each time, so that access rules
    *  changed while the stream runs stop it, as they refuse the user's next statement. */
-  def streamRefusal(session: SparkSession, plan: LogicalPlan, name: String): String =
+  def streamRefusal(session: SparkSession, query: Dataset[_], name: String): String =
     checkedUser(session).filter(_ => AccessRules.configured).flatMap { user =>
-      val catalog = session.sessionState.catalog
-      val reads = TableAccess.needs(plan, session.catalog.currentDatabase, (db, t) =>
-        catalog.tableExists(org.apache.spark.sql.catalyst.TableIdentifier(t, Some(db))))
-      reads.iterator.flatMap(n => AccessRules.refusal(user, n.privilege, n.database, n.table))
-        .nextOption().map(message(user, "tables", _))
+      tablesRefusal(session, query.queryExecution.analyzed, user).map(message(user, "tables", _))
     }.orElse(Option(tableRefusal(session, "STREAM", name))).orNull
+
+  /** The rule 'tables' over an analysed `plan`: why the first privilege it needs that the
+   *  access rules do not give `user` is refused, if one is. */
+  private def tablesRefusal(session: SparkSession, plan: LogicalPlan,
+      user: String): Option[String] = {
+    val catalog = session.sessionState.catalog
+    TableAccess.needs(plan, session.catalog.currentDatabase, (db, t) =>
+      catalog.tableExists(org.apache.spark.sql.catalyst.TableIdentifier(t, Some(db)))).iterator
+      .flatMap(n => AccessRules.refusal(user, n.privilege, n.database, n.table))
+      .nextOption()
+  }
 
   /** Whether `session`'s user may read `database`.`table` (SHOW STREAMS lists only those). */
   def readable(session: SparkSession, database: String, table: String): Boolean =
