@@ -103,13 +103,17 @@ object AccessChecks {
 
   /** For Python, which runs the streaming statements: the rule 'tables' for `session`'s user
    *  and `privilege` on the table `name` (as SQL names it), the refusal's message or null. */
-  def tableRefusal(session: SparkSession, privilege: String, name: String): String = {
+  def tableRefusal(session: SparkSession, privilege: String, name: String): String =
+    checkedUser(session).flatMap(refusalOn(session, _, privilege, name)).orNull
+
+  /** The rule 'tables' for `user` and `privilege` on the table `name` (as SQL names it). The
+   *  name is parsed only for a user the checks apply to: a stream asks before each
+   *  micro-batch, and most sessions have no such user. */
+  private def refusalOn(session: SparkSession, user: String, privilege: String,
+      name: String): Option[String] = {
     val id = session.sessionState.sqlParser.parseTableIdentifier(name)
     val db = id.database.getOrElse(session.catalog.currentDatabase)
-    checkedUser(session).flatMap { user =>
-      AccessRules.refusal(user, privilege, db, Some(id.table))
-        .map(message(user, "tables", _))
-    }.orNull
+    AccessRules.refusal(user, privilege, db, Some(id.table)).map(message(user, "tables", _))
   }
 
   /** For Python, before each micro-batch of a user's stream: the rule 'tables' for `session`'s
@@ -117,9 +121,11 @@ object AccessChecks {
    *  `name`, the refusal's message or null. Checked again each time, so that access rules
    *  changed while the stream runs stop it, as they refuse the user's next statement. */
   def streamRefusal(session: SparkSession, query: Dataset[_], name: String): String =
-    checkedUser(session).filter(_ => AccessRules.configured).flatMap { user =>
-      tablesRefusal(session, query.queryExecution.analyzed, user).map(message(user, "tables", _))
-    }.orElse(Option(tableRefusal(session, "STREAM", name))).orNull
+    checkedUser(session).flatMap { user =>
+      val reads = if (!AccessRules.configured) None
+        else tablesRefusal(session, query.queryExecution.analyzed, user)
+      reads.map(message(user, "tables", _)).orElse(refusalOn(session, user, "STREAM", name))
+    }.orNull
 
   /** The rule 'tables' over an analysed `plan`: why the first privilege it needs that the
    *  access rules do not give `user` is refused, if one is. */
