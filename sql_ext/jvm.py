@@ -196,7 +196,7 @@ def catalog_location(spark: SparkSession, db: str, table: str) -> str:
 
 
 def catalog_properties(spark: SparkSession, db: str, table: str) -> dict[str, str]:
-    return dict(_object(spark, STREAM_CATALOG).properties(_session(spark), db, table))
+    return json.loads(_object(spark, STREAM_CATALOG).propertiesJson(_session(spark), db, table))
 
 
 def catalog_update(spark: SparkSession, db: str, table: str,
@@ -217,11 +217,7 @@ def catalog_owner(spark: SparkSession, db: str, table: str) -> str:
 def catalog_list(spark: SparkSession) -> list[tuple[str, str, str, dict[str, str]]]:
     """(db, table, owner, sql_ext.stream properties) of every streaming table of the
     catalog."""
-    found = []
-    for row in _object(spark, STREAM_CATALOG).list(_session(spark)):
-        row = list(row)
-        found.append((row[0], row[1], row[2], dict(zip(row[3::2], row[4::2]))))
-    return found
+    return [tuple(row) for row in json.loads(_object(spark, STREAM_CATALOG).list(_session(spark)))]
 
 
 def last_commit(spark: SparkSession, checkpoint: str) -> tuple[int, int] | None:
