@@ -446,7 +446,7 @@ def is_classic(spark) -> bool:
     return isinstance(spark, SparkSession) and hasattr(spark, "_jsparkSession")
 
 
-# -- the registry of running streams (io.sqlext.streaming.catalog.RunningStreams) ---------------------
+# -- the registry of running streams (io.sqlext.streaming.catalog.RunningStreams) ----------------
 
 
 def run_started(spark: SparkSession, db: str, table: str, stream_id: str,
