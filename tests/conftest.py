@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from shared_servers import CONNECT_TOKEN, SharedServers  # noqa: E402 - after the path it needs
 
 # Fixture -> the shared server it waits for.
-SHARED_FIXTURES = {"thrift_server": "thrift", "connect_server": "connect", "kafka": "kafka"}
+SHARED_FIXTURES = {"thrift_server": "thrift", "thrift_ui": "thrift", "connect_server": "connect",
+                   "kafka": "kafka"}
 
 
 def pytest_addoption(parser):
@@ -124,6 +125,13 @@ def thrift_server(pytestconfig):
     """The run's shared `sql-ext thriftserver` (its own warehouse; the UDAFs of
     tests/udafs/team_aggregates.py for every connection, --udafs): its port."""
     return pytestconfig.sql_ext_shared.get("thrift").wait()
+
+
+@pytest.fixture(scope="session")
+def thrift_ui(pytestconfig, thrift_server):
+    """The shared Thrift server's Spark UI (`--ui-port`): its port and the server's log."""
+    server = pytestconfig.sql_ext_shared.get("thrift")
+    return SimpleNamespace(port=server.ui_port, log=server.log)
 
 
 @pytest.fixture

@@ -34,6 +34,7 @@ class Server:
     pid: int
     port: int
     folder: Path
+    ui_port: int | None = None  # the Thrift server's Spark UI (and Prometheus metrics)
 
     @property
     def log(self) -> Path:
@@ -62,14 +63,16 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _commands(name: str, folder: Path, port: int) -> tuple[list[str], dict]:
+def _commands(name: str, folder: Path, port: int, ui_port: int | None) -> tuple[list[str], dict]:
     """The command line and environment of the shared server `name`."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(TESTS)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     cli = [sys.executable, "-m", "sql_ext.cli"]
     if name == "thrift":  # the UDAFs of tests/udafs/team_aggregates.py for every connection
+        # Its Spark UI serves the monitoring test (tests/test_monitoring.py).
         return [*cli, "thriftserver", "--port", str(port), "--warehouse",
-                str(folder / "warehouse"), "--udafs", "udafs.team_aggregates"], env
+                str(folder / "warehouse"), "--udafs", "udafs.team_aggregates",
+                "--ui-port", str(ui_port)], env
     if name == "connect":
         env["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = CONNECT_TOKEN
         return [*cli, "connect-server", "--port", str(port), "--warehouse",
@@ -102,18 +105,20 @@ class SharedServers:
             folder = self.folder / name
             folder.mkdir(exist_ok=True)
             port = free_port()
-            command, env = _commands(name, folder, port)
+            ui_port = free_port() if name == "thrift" else None
+            command, env = _commands(name, folder, port, ui_port)
             with open(folder / "server.log", "w") as log:
                 process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                            cwd=folder, env=env, start_new_session=True)
-            server = Server(name, process.pid, port, folder)
+            server = Server(name, process.pid, port, folder, ui_port)
             record.write_text(json.dumps({"pid": process.pid, "port": port,
-                                          "folder": str(folder)}))
+                                          "folder": str(folder), "ui_port": ui_port}))
             return server
 
     def _read(self, record: Path) -> Server:
         data = json.loads(record.read_text())
-        return Server(record.stem, data["pid"], data["port"], Path(data["folder"]))
+        return Server(record.stem, data["pid"], data["port"], Path(data["folder"]),
+                      data["ui_port"])
 
     def get(self, name: str) -> Server:
         """The running server `name`, started now if no worker has."""
