@@ -132,7 +132,7 @@ test_jvms() {
   printf '%s\n' "spark.driver.defaultJavaOptions $c1 $shared" \
     "spark.executor.defaultJavaOptions $c1" > "$conf/started.conf"
   # The workers' sessions collect with the parallel collector: G1's concurrent work cost a
-  # session 10-15 % more CPU (test_streaming.py: 152-167 CPU-s with G1, 138-140 s parallel).
+  # session 12-14 % more CPU (test_streaming.py: 152-167 CPU-s with G1, 138-140 s parallel).
   printf '%s\n' "spark.driver.defaultJavaOptions $shared -XX:+UseParallelGC" > "$conf/session.conf"
   # For spark-submit's own drivers (tests/test_deploy.py), which read a conf folder: C1 only.
   mkdir -p "$conf/conf"
