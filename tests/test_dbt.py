@@ -223,7 +223,9 @@ def test_a_continuous_model_outlives_dbt_and_is_found_running(thrift_server, tmp
                 break
             time.sleep(1)
         assert closed is not None and closed > last, (closed, last)
-    dbt("run-operation", "sql_ext.stop_stream", "--args", "{name: live_flow}")
+    # Stopped, so that they do not run on the shared server for the rest of the suite.
+    for name in ("live_flow", "live_counts"):
+        dbt("run-operation", "sql_ext.stop_stream", "--args", f"{{name: {name}}}")
 
 
 def test_streaming_models_in_a_session_profile(spark, tmp_path, monkeypatch):
