@@ -70,9 +70,9 @@ def thriftserver(args) -> int:
         # opens (io.sqlext.access.ThriftCallGuard), installed as it started; until here every
         # sign-in fails (the authenticator has no password file yet).
         auth.install(spark, args.password_file)
+    _print_ui(spark)  # before the Ctrl-C line: after that line a server only serves
     print(f"sql-ext Thrift server on jdbc:hive2://{args.host}:{args.port}/default"
           f"{';ssl=true' if secure else ''} (Ctrl-C to stop)", flush=True)
-    _print_ui(spark)
     if args.resume:
         from sql_ext.streaming import resume
 
@@ -131,8 +131,10 @@ def connect_server(args) -> int:
     given = args.token_file or os.environ.get(TOKEN_ENV)
     shown = f"/;token={token}" if token and not given else (
         "/;token=<your token>" if token or users else "")
-    print(f"sql-ext Spark Connect server on {address}{shown} (Ctrl-C to stop)", flush=True)
+    # The UI's address first: it asks the JVM, and a supervisor (or a test) that sees the
+    # Ctrl-C line may take the server as started whole, whose JVM then only serves.
     _print_ui(spark)
+    print(f"sql-ext Spark Connect server on {address}{shown} (Ctrl-C to stop)", flush=True)
     return _serve(spark, "sql-ext Spark Connect server")
 
 
