@@ -106,7 +106,9 @@ wheel() {
 #    C1 alone also shrinks the JIT's code cache from 240 MB to 48 MB, which a Thrift server's
 #    generated code filled under the load test ("Out of space in CodeCache"; Spark then stopped
 #    its context): the cache keeps its usual size;
-#  - a class-data archive (tests/jvm_archive.py) halves a driver's start (15.5 s -> 7.7 s).
+#  - a class-data archive (tests/jvm_archive.py) halves a driver's start (15.5 s -> 7.7 s);
+#  - the parallel collector, as in the workers' sessions: without G1's concurrent threads, the
+#    archive's training workload took 66-69 CPU-s where G1 took 66-73 (three runs each).
 # Spark reads them from a properties file that PYSPARK_SUBMIT_ARGS names, not from
 # SPARK_CONF_DIR: Spark puts that folder on the class path, and the JVM maps no archive when a
 # folder on its class path holds files.
@@ -139,22 +141,21 @@ sbt_and_archive() {
 
 test_jvms() {
   local conf="$ROOT/.cache/test-spark" archive="$ARCHIVE"
-  # The parallel collector as in the workers' sessions: without G1's concurrent threads, the
-  # archive's training workload took 66-69 CPU-s where G1 took 66-73 (three runs each).
-  local c1="-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseParallelGC"
+  local short_lived="-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseParallelGC"
   mkdir -p "$conf"
   say "class-data archive of the test drivers (.cache/test-spark)"
   build_archive  # jvm_archive.py leaves a current archive as it is (`test` built it already)
   local shared
   shared="$("$PY" -c 'import sys; sys.path.insert(0, "tests"); import jvm_archive, pathlib; print(jvm_archive.use_options(pathlib.Path(sys.argv[1])))' "$archive")"
-  printf '%s\n' "spark.driver.defaultJavaOptions $c1 $shared" \
-    "spark.executor.defaultJavaOptions $c1" > "$conf/started.conf"
+  printf '%s\n' "spark.driver.defaultJavaOptions $short_lived $shared" \
+    "spark.executor.defaultJavaOptions $short_lived" > "$conf/started.conf"
   # The workers' sessions collect with the parallel collector: G1's concurrent work cost a
   # session 12-14 % more CPU (test_streaming.py: 152-167 CPU-s with G1, 138-140 s parallel).
   printf '%s\n' "spark.driver.defaultJavaOptions $shared -XX:+UseParallelGC" > "$conf/session.conf"
-  # For spark-submit's own drivers (tests/test_deploy.py), which read a conf folder: C1 only.
+  # For spark-submit's own drivers (tests/test_deploy.py), which read a conf folder: no archive.
   mkdir -p "$conf/conf"
-  printf '%s\n' "spark.driver.defaultJavaOptions $c1" "spark.executor.defaultJavaOptions $c1" \
+  printf '%s\n' "spark.driver.defaultJavaOptions $short_lived" \
+    "spark.executor.defaultJavaOptions $short_lived" \
     > "$conf/conf/spark-defaults.conf"
   export SQL_EXT_TEST_SPARK_CONF_DIR="$conf/conf"
   unset SPARK_CONF_DIR
@@ -162,7 +163,7 @@ test_jvms() {
   export PYSPARK_SUBMIT_ARGS="--properties-file '$conf/started.conf' pyspark-shell"
   # tests/conftest.py: the workers' own long-lived sessions (C2).
   export SQL_EXT_TEST_SESSION_ARGS="--properties-file '$conf/session.conf' pyspark-shell"
-  export SPARK_DAEMON_JAVA_OPTS="$c1"  # a standalone master and workers
+  export SPARK_DAEMON_JAVA_OPTS="$short_lived"  # a standalone master and workers
 }
 
 case "${1:-}" in

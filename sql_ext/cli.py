@@ -70,7 +70,7 @@ def thriftserver(args) -> int:
         # opens (io.sqlext.access.ThriftCallGuard), installed as it started; until here every
         # sign-in fails (the authenticator has no password file yet).
         auth.install(spark, args.password_file)
-    _print_ui(spark)  # before the Ctrl-C line: after that line a server only serves
+    _print_ui(spark)
     print(f"sql-ext Thrift server on jdbc:hive2://{args.host}:{args.port}/default"
           f"{';ssl=true' if secure else ''} (Ctrl-C to stop)", flush=True)
     if args.resume:
@@ -83,6 +83,9 @@ def thriftserver(args) -> int:
 
 
 def _print_ui(spark) -> None:
+    """The Spark UI's address. Servers print it before their `(Ctrl-C to stop)` line: it asks
+    the JVM, and whoever reads that line (a supervisor, a test) may take the start as done; a
+    JVM that dies after it must end the server with _serve's message, not this call's error."""
     url = spark.sparkContext.uiWebUrl
     if url:
         print(f"Spark UI on {url} (Structured Streaming: streaming tables by name; Prometheus "
@@ -131,8 +134,6 @@ def connect_server(args) -> int:
     given = args.token_file or os.environ.get(TOKEN_ENV)
     shown = f"/;token={token}" if token and not given else (
         "/;token=<your token>" if token or users else "")
-    # The UI's address first: it asks the JVM, and a supervisor (or a test) that sees the
-    # Ctrl-C line may take the server as started whole, whose JVM then only serves.
     _print_ui(spark)
     print(f"sql-ext Spark Connect server on {address}{shown} (Ctrl-C to stop)", flush=True)
     return _serve(spark, "sql-ext Spark Connect server")
