@@ -70,22 +70,29 @@ def thriftserver(args) -> int:
         # opens (io.sqlext.access.ThriftCallGuard), installed as it started; until here every
         # sign-in fails (the authenticator has no password file yet).
         auth.install(spark, args.password_file)
+    # Clients may connect from here on; the streams resume meanwhile, before the start's last
+    # line (as for the Connect server), so that after that line only _serve talks to the JVM.
+    if args.resume:
+        _resume(spark)
     _print_ui(spark)
     print(f"sql-ext Thrift server on jdbc:hive2://{args.host}:{args.port}/default"
           f"{';ssl=true' if secure else ''} (Ctrl-C to stop)", flush=True)
-    if args.resume:
-        from sql_ext.streaming import resume
-
-        started = resume(spark)
-        print(f"resumed {len(started)} streaming table(s): {', '.join(started) or '-'}",
-              flush=True)
     return _serve(spark, "sql-ext Thrift server")
 
 
+def _resume(spark) -> None:
+    """Starts again the streaming tables the catalog lists as RUNNING, and says which."""
+    from sql_ext.streaming import resume
+
+    started = resume(spark)
+    print(f"resumed {len(started)} streaming table(s): {', '.join(started) or '-'}", flush=True)
+
+
 def _print_ui(spark) -> None:
-    """The Spark UI's address. Servers print it before their `(Ctrl-C to stop)` line: it asks
-    the JVM, and whoever reads that line (a supervisor, a test) may take the start as done; a
-    JVM that dies after it must end the server with _serve's message, not this call's error."""
+    """The Spark UI's address. Servers print it just before their `(Ctrl-C to stop)` line,
+    which ends their start: whoever reads that line (a supervisor, a test) may take the start
+    as done, so after it no call asks the JVM anything but _serve, and a JVM that dies then
+    ends the server with _serve's message, not a call's error."""
     url = spark.sparkContext.uiWebUrl
     if url:
         print(f"Spark UI on {url} (Structured Streaming: streaming tables by name; Prometheus "
@@ -124,11 +131,7 @@ def connect_server(args) -> int:
         raise SystemExit(f"sql-ext connect-server: {error}") from None
     _load_udafs(args.udafs)
     if args.resume:
-        from sql_ext.streaming import resume
-
-        started = resume(spark)
-        print(f"resumed {len(started)} streaming table(s): {', '.join(started) or '-'}",
-              flush=True)
+        _resume(spark)
     # Last: the first remote statement finds the rewriter, the UDAFs and the streams in place.
     address = start_connect_server(spark, args.host, args.port)
     given = args.token_file or os.environ.get(TOKEN_ENV)

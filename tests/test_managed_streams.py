@@ -128,8 +128,11 @@ def test_a_killed_thrift_server_restarts_with_its_tables_and_streams(tmp_path):
             assert _fetch(cursor, "SELECT COUNT(DISTINCT k, w) FROM shop.counts") == [(8,)]
             assert _streams(cursor)["shop.counts"]["state"] == "RUNNING"
             _managed_statements(cursor, tmp_path)
-        # Started whole (the second start's line), it now only serves: its JVM dies.
-        wait_for_line(process, log, "resumed ", count=2)
+        # Started whole (the second start's last line, after its streams resumed), it now only
+        # serves: its JVM dies.
+        wait_for_line(process, log, "(Ctrl-C to stop)", count=2)
+        second_start = log.read_text().split("(Ctrl-C to stop)")[1]
+        assert "resumed 1 streaming table(s): shop.counts" in second_start, second_start
         kill_jvm_and_expect_exit(process, log, "sql-ext Thrift server")
     finally:
         if process.poll() is None:
