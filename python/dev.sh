@@ -115,6 +115,29 @@ wheel() {
 ARCHIVE="$ROOT/.cache/test-spark/drivers.jsa"
 build_archive() { "$PY" tests/jvm_archive.py "$ARCHIVE"; }
 
+# JDK 17's class-data archive leaves out every class of a jar whose path holds a space (it
+# compares the class's URL, with %20, to its class path entry): in a checkout in such a folder
+# the archive held the JDK's classes only, and a driver's start and first statements took 42-44
+# CPU-s instead of 29. There the test JVMs (and the archive's training driver) take Spark's and
+# the fetched jars from a folder without a space: hard links (copies across file systems), since
+# the JVM resolves symbolic links in its class path. sql-ext's own jar keeps its path.
+space_free_jvm_paths() {
+  case "$ROOT" in *" "*) ;; *) return 0 ;; esac
+  local link spark entry
+  link="${TMPDIR:-/tmp}/sql-ext-jvm-$(id -u)-$(printf '%s' "$ROOT" | cksum | cut -d' ' -f1)"
+  case "$link" in *" "*) return 0 ;; esac
+  spark="$("$PY" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
+  rm -rf "$link"  # no jar of an earlier install stays on the class path
+  mkdir -p "$link/spark/jars" "$link/jars"
+  for entry in "$spark"/*; do  # Spark's scripts and the rest of its folder: linked
+    [ "${entry##*/}" = jars ] || ln -s "$entry" "$link/spark/"
+  done
+  ln "$spark"/jars/*.jar "$link/spark/jars/" 2>/dev/null || cp -p "$spark"/jars/*.jar "$link/spark/jars/"
+  ln "$ROOT"/.cache/jars/*.jar "$link/jars/" 2>/dev/null || cp -p "$ROOT"/.cache/jars/*.jar "$link/jars/"
+  say "Spark's and the fetched jars from $link (the checkout's path holds a space)"
+  export SPARK_HOME="$link/spark" SQL_EXT_JAR_CACHE="$link/jars"
+}
+
 # sbt jvm/package jvm/test, with the class-data archive built beside the JVM tests as soon as
 # the jar is packaged (the archive holds the jar's classes): each of the two uses about one
 # core, so side by side they take the time of the longer. Its output goes to
@@ -174,6 +197,7 @@ case "${1:-}" in
     setup_python
     compile_bytecode & bytecode=$!  # beside sbt, which uses about one core
     fetched_jars
+    space_free_jvm_paths
     # The Kafka broker the tests start (Maven Central jars, cached under .cache/kafka): fetched
     # while sbt builds, which needs the CPU and not the network.
     say "Kafka broker jars (.cache/kafka), in the background"
