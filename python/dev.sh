@@ -51,6 +51,9 @@ compile_bytecode() {
   fi
 }
 
+# pyspark's folder in the environment: Spark's scripts and jars.
+pyspark_dir() { "$PY" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))'; }
+
 sbt() {
   mkdir -p "$TOOLS"
   local launcher="$TOOLS/sbt-launch-$SBT_VERSION.jar"
@@ -61,7 +64,7 @@ sbt() {
     mv "$launcher.part" "$launcher"
   fi
   printf '[repositories]\n  local\n  maven-central\n' > "$TOOLS/repositories"
-  SQL_EXT_SPARK_JARS="$("$PY" -c 'import pyspark, os; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')" \
+  SQL_EXT_SPARK_JARS="$(pyspark_dir)/jars" \
   java -Xmx2g -Dsbt.repository.config="$TOOLS/repositories" -Dsbt.override.build.repos=true \
     -Dsbt.boot.directory="$TOOLS/boot" -Dsbt.ivy.home="$TOOLS/ivy" \
     -Dsbt.coursier.home="$TOOLS/coursier" -Dsbt.global.base="$TOOLS/global" \
@@ -117,8 +120,8 @@ build_archive() { "$PY" tests/jvm_archive.py "$ARCHIVE"; }
 
 # JDK 17's class-data archive leaves out every class of a jar whose path holds a space (it
 # compares the class's URL, with %20, to its class path entry): in a checkout in such a folder
-# the archive held the JDK's classes only, and a driver's start and first statements took 42-44
-# CPU-s instead of 29. There the test JVMs (and the archive's training driver) take Spark's and
+# the archive held the JDK's classes only, and a driver's start and first statements took 40-44
+# CPU-s instead of 28-29. There the test JVMs (and the archive's training driver) take Spark's and
 # the fetched jars from a folder without a space: hard links (copies across file systems), since
 # the JVM resolves symbolic links in its class path. sql-ext's own jar keeps its path.
 space_free_jvm_paths() {
@@ -126,13 +129,16 @@ space_free_jvm_paths() {
   local link spark entry
   link="${TMPDIR:-/tmp}/sql-ext-jvm-$(id -u)-$(printf '%s' "$ROOT" | cksum | cut -d' ' -f1)"
   case "$link" in *" "*) return 0 ;; esac
-  spark="$("$PY" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
+  spark="$(pyspark_dir)"
   rm -rf "$link"  # no jar of an earlier install stays on the class path
   mkdir -p "$link/spark/jars" "$link/jars"
   for entry in "$spark"/*; do  # Spark's scripts and the rest of its folder: linked
     [ "${entry##*/}" = jars ] || ln -s "$entry" "$link/spark/"
   done
   ln "$spark"/jars/*.jar "$link/spark/jars/" 2>/dev/null || cp -p "$spark"/jars/*.jar "$link/spark/jars/"
+  for entry in "$spark"/jars/*; do  # what is not a jar (connect-repl/, not on the class path)
+    case "$entry" in *.jar) ;; *) ln -s "$entry" "$link/spark/jars/" ;; esac
+  done
   ln "$ROOT"/.cache/jars/*.jar "$link/jars/" 2>/dev/null || cp -p "$ROOT"/.cache/jars/*.jar "$link/jars/"
   say "Spark's and the fetched jars from $link (the checkout's path holds a space)"
   export SPARK_HOME="$link/spark" SQL_EXT_JAR_CACHE="$link/jars"
