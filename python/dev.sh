@@ -32,9 +32,11 @@ setup_python() {
     # patch releases pyproject.toml allows.
     # From uv's cache alone first (--offline), online only when the cache lacks something:
     # pyspark comes as a source distribution, and uv built its 450 MB wheel again on every
-    # install here (the index's answers to its revalidation count as changed, so it takes the
-    # cached build for a new one): 38 s, where the install from the cache takes 4 s.
-    local install=(pip install -q --python "$PY" -c python/constraints.txt -e ".[test,dbt,connect,docs]")
+    # install here (the index's answers to its revalidation count as changed, so it builds
+    # anew instead of taking its cached build): 38 s, where the install from the cache takes
+    # 4 s. Unpinned dependencies then stay at the cache's versions (docs/testing.md).
+    local install=(pip install -q --python "$PY" -c python/constraints.txt
+                   -e ".[test,dbt,connect,docs]")
     "$VENV/bin/uv" "${install[@]}" --offline 2>/dev/null || "$VENV/bin/uv" "${install[@]}"
     touch "$stamp"
   fi
