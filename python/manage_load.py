@@ -55,8 +55,8 @@ EXPECTED = (
     "TABLE_OR_VIEW_NOT_FOUND",  # a query of a table dropped meanwhile
 )
 # The same race a moment later: the drop lands after Delta listed the table's log and before it
-# read the log's first file, and Spark names the file that went away. Only a file of the log:
-# a data file missing from a table that still exists is no race.
+# read the log's files (the soak saw its first commit go), and Spark names the file that went
+# away. Only a file of the log: a data file missing from a table that still exists is no race.
 DROPPED_WHILE_READ = re.compile(
     r"\[FAILED_READ_FILE\.FILE_NOT_EXIST\] [^\n]*/_delta_log/\d{20}\.json")
 KINDS = {  # kind: weight
