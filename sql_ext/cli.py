@@ -156,7 +156,7 @@ def pipelines(args) -> int:
               f"{', '.join(missing)}): install sql-ext with its [connect] extra",
               file=sys.stderr)
         return 2
-    from sql_ext.server.connect import connect_conf, start_connect_server
+    from sql_ext.server.connect import connect_conf, start_connect_server, stop_connect_server
     from sql_ext.server.thrift import free_port
     from sql_ext.session import session
 
@@ -174,6 +174,7 @@ def pipelines(args) -> int:
         return subprocess.call([sys.executable, "-m", "pyspark.pipelines.cli", *pipeline_args],
                                env=env)
     finally:
+        stop_connect_server(spark)
         spark.stop()
 
 

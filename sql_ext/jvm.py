@@ -442,6 +442,18 @@ def start_connect_server(spark: SparkSession) -> None:
     service.start(spark.sparkContext._jsc.sc())
 
 
+def stop_connect_server(spark: SparkSession) -> None:
+    """Stops the Connect service started by start_connect_server, before `spark` stops. Started
+    this way (not as Spark's plugin), nothing stops it with the context: its session and
+    execution managers' periodic checks would go on and, once the context has stopped, log an
+    "Unexpected exception in periodic task" (a NullPointerException) every interval until the
+    process exits. Stopping it shuts its checks down and waits for them."""
+    service = _class(spark.sparkContext._gateway,
+                     "org.apache.spark.sql.connect.service.SparkConnectService")
+    # Scala's default arguments (no grace period): its clients are done, or being let go.
+    service.stop(getattr(service, "stop$default$1")(), getattr(service, "stop$default$2")())
+
+
 def is_classic(spark) -> bool:
     """Whether `spark` is a session of this process's JVM (not a Spark Connect client's)."""
     return isinstance(spark, SparkSession) and hasattr(spark, "_jsparkSession")

@@ -53,7 +53,7 @@ def train(work: Path) -> None:
     from pyhive import hive
 
     import sql_ext
-    from sql_ext.server.connect import connect_conf, start_connect_server
+    from sql_ext.server.connect import connect_conf, start_connect_server, stop_connect_server
     from sql_ext.server.thrift import free_port, start_thrift_server, thrift_conf
 
     thrift, connect = free_port(), free_port()
@@ -88,6 +88,7 @@ def train(work: Path) -> None:
     done = subprocess.run([sys.executable, "-c", client], timeout=300, capture_output=True,
                           text=True)
     assert done.returncode == 0, done.stderr[-3000:]
+    stop_connect_server(spark)
     spark.stop()
 
 

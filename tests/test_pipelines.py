@@ -85,9 +85,17 @@ def _check_datasets(spark, warehouse: Path, tag: str, readings: int = 13):
 def _local(command: str, spec: Path, warehouse: Path, cwd: Path) -> tuple[str, bool]:
     """`sql-ext pipelines <command>` (run, dry-run) of `spec`; its output, and whether it
     failed."""
+    # Connect's session and execution managers check their sessions every 30 s; every 100 ms
+    # here, so that a check running after the server's context stopped (a warning with a stack
+    # trace at the end of a run that completed) shows in every run, not in one of many.
+    checks = " ".join(f"--conf spark.connect.{manager}.manager.maintenanceInterval=100ms"
+                      for manager in ("session", "execute"))
+    env = dict(os.environ, PYSPARK_SUBMIT_ARGS=f"{checks} "
+               + os.environ.get("PYSPARK_SUBMIT_ARGS", "pyspark-shell"))
     run = subprocess.run(
         [sys.executable, "-m", "sql_ext.cli", "pipelines", "--warehouse", str(warehouse),
-         command, "--spec", str(spec)], capture_output=True, text=True, timeout=900, cwd=cwd)
+         command, "--spec", str(spec)], capture_output=True, text=True, timeout=900, cwd=cwd,
+        env=env)
     return run.stdout + run.stderr, run.returncode != 0
 
 

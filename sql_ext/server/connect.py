@@ -90,3 +90,9 @@ def start_connect_server(spark: SparkSession, host: str, port: int) -> str:
     wait_for_port(host if host not in ("0.0.0.0", "::") else "127.0.0.1", port)
     log.info("sql_ext Spark Connect server listening on %s:%s", host, port)
     return f"sc://{host}:{port}"
+
+
+def stop_connect_server(spark: SparkSession) -> None:
+    """Stops the service that start_connect_server started; call it before `spark.stop()`
+    (see jvm.stop_connect_server for why)."""
+    jvm.stop_connect_server(spark)
