@@ -434,12 +434,16 @@ def _configured(configure) -> None:
         raise ValueError(error.java_exception.getMessage()) from None
 
 
+def _connect_service(spark: SparkSession) -> JavaClass:
+    """Spark's Connect service (a Scala object: its static forwarders)."""
+    return _class(spark.sparkContext._gateway,
+                  "org.apache.spark.sql.connect.service.SparkConnectService")
+
+
 def start_connect_server(spark: SparkSession) -> None:
     """Spark Connect's service over `spark`'s context, in this driver, at the address and with
     the token its session started with (spark.connect.grpc.binding.*, ...authenticate.token)."""
-    service = _class(spark.sparkContext._gateway,
-                     "org.apache.spark.sql.connect.service.SparkConnectService")
-    service.start(spark.sparkContext._jsc.sc())
+    _connect_service(spark).start(spark.sparkContext._jsc.sc())
 
 
 def stop_connect_server(spark: SparkSession) -> None:
@@ -448,8 +452,7 @@ def stop_connect_server(spark: SparkSession) -> None:
     execution managers' periodic checks would go on and, once the context has stopped, log an
     "Unexpected exception in periodic task" (a NullPointerException) every interval until the
     process exits. Stopping it shuts its checks down and waits for them."""
-    service = _class(spark.sparkContext._gateway,
-                     "org.apache.spark.sql.connect.service.SparkConnectService")
+    service = _connect_service(spark)
     # Scala's default arguments (no grace period): its clients are done, or being let go.
     service.stop(getattr(service, "stop$default$1")(), getattr(service, "stop$default$2")())
 
