@@ -31,7 +31,10 @@ lazy val jvm = (project in file("jvm"))
     libraryDependencies += "org.scalatest" %% "scalatest" % "3.2.19" % Test,
     scalacOptions ++= Seq("-deprecation", "-feature", "-release", "17"),
     Test / fork := true,
-    Test / javaOptions ++= Seq("--add-opens=java.base/sun.nio.ch=ALL-UNNAMED"),
+    // The suites' Spark sessions live seconds: the C1 compiler alone warms them up with less
+    // CPU than C2 takes to compile for a long run (jvm/test: 66 -> 51 CPU-s, 33 s -> 29 s).
+    Test / javaOptions ++= Seq("--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+      "-XX:TieredStopAtLevel=1"),
     // What the Python side and the JVM share, defined once in the Python package: the contract
     // (helper columns, SHOW STREAMS' columns; io.sqlext.Contract) and sql-ext's error
     // conditions (io.sqlext.SqlExtErrors), both read from the jar.
