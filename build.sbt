@@ -11,7 +11,8 @@ ThisBuild / version := "0.1.0"
 lazy val sparkJarsDir: File = {
   val fromEnv = sys.env.get("SQL_EXT_SPARK_JARS").map(file)
   def fromVenv = {
-    val lib = file(".venv") / "lib"
+    // Absolute: the forked test JVM runs in jvm/, where a relative class path finds nothing.
+    val lib = file(".venv").getAbsoluteFile / "lib"
     Option(lib.listFiles).getOrElse(Array.empty[File]).toSeq
       .map(_ / "site-packages" / "pyspark" / "jars").find(_.isDirectory)
   }

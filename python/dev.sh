@@ -71,10 +71,10 @@ sbt() {
     mv "$launcher.part" "$launcher"
   fi
   printf '[repositories]\n  local\n  maven-central\n' > "$TOOLS/repositories"
-  SQL_EXT_SPARK_JARS="$(pyspark_dir)/jars" \
   # C1 alone (TieredStopAtLevel=1): each sbt run here is one build from a cold JVM, where C2's
   # compiling of scalac costs more than it saves: `clean jvm/package` 119 -> 54 CPU-s, 64 s ->
   # 39 s of wall clock (the jar's compile 53 s -> 31 s).
+  SQL_EXT_SPARK_JARS="$(pyspark_dir)/jars" \
   nice -n "${NICENESS:-0}" java -Xmx2g -XX:TieredStopAtLevel=1 -Dsbt.repository.config="$TOOLS/repositories" -Dsbt.override.build.repos=true \
     -Dsbt.boot.directory="$TOOLS/boot" -Dsbt.ivy.home="$TOOLS/ivy" \
     -Dsbt.coursier.home="$TOOLS/coursier" -Dsbt.global.base="$TOOLS/global" \
