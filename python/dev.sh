@@ -71,13 +71,13 @@ sbt() {
     mv "$launcher.part" "$launcher"
   fi
   printf '[repositories]\n  local\n  maven-central\n' > "$TOOLS/repositories"
-  # C1 alone (TieredStopAtLevel=1): each sbt run here is one build from a cold JVM, where C2's
-  # compiling of scalac costs more than it saves: `clean jvm/package` 119 -> 54 CPU-s, 64 s ->
-  # 39 s of wall clock (the jar's compile 53 s -> 31 s).
   # SBT_TIME_LIMIT (seconds), where set: sbt stopped after it. A forked JVM suite that cannot
   # start (its class path broken) leaves sbt waiting for it without end.
   local limit=()
   if [ -n "${SBT_TIME_LIMIT:-}" ]; then limit=(timeout --kill-after=30 "$SBT_TIME_LIMIT"); fi
+  # C1 alone (TieredStopAtLevel=1): each sbt run here is one build from a cold JVM, where C2's
+  # compiling of scalac costs more than it saves: `clean jvm/package` 119 -> 54 CPU-s, 64 s ->
+  # 39 s of wall clock (the jar's compile 53 s -> 31 s).
   SQL_EXT_SPARK_JARS="$(pyspark_dir)/jars" \
   "${limit[@]}" nice -n "${NICENESS:-0}" java -Xmx2g -XX:TieredStopAtLevel=1 -Dsbt.repository.config="$TOOLS/repositories" -Dsbt.override.build.repos=true \
     -Dsbt.boot.directory="$TOOLS/boot" -Dsbt.ivy.home="$TOOLS/ivy" \
