@@ -55,14 +55,14 @@ def thriftserver(args) -> int:
                     metastore=args.metastore, conf=conf, master=args.master)
     if args.auth == "password":
         try:
-            access.enforce(spark, args.admin, spark.conf.get("spark.sql.warehouse.dir"),
-                           args.allow_path, args.access_rules)
+            access.enforce(spark, args.admin, args.allow_path, args.allow_server,
+                           args.access_rules)
         except ValueError as error:
             raise SystemExit(f"sql-ext thriftserver: --access-rules: {error}") from None
-    elif args.admin or args.allow_path or args.access_rules:
-        raise SystemExit("sql-ext thriftserver: --admin, --allow-path and --access-rules need "
-                         "--auth password (without sign-in the server's one user, its "
-                         "operator, is an admin)")
+    elif args.admin or args.allow_path or args.allow_server or args.access_rules:
+        raise SystemExit("sql-ext thriftserver: --admin, --allow-path, --allow-server and "
+                         "--access-rules need --auth password (without sign-in the server's "
+                         "one user, its operator, is an admin)")
     _load_udafs(args.udafs)
     start_thrift_server(spark, args.host, args.port)
     if args.auth == "password":
@@ -110,10 +110,10 @@ def connect_server(args) -> int:
     users = args.users if args.auth == "token" else None
     if args.users and not users:
         raise SystemExit("sql-ext connect-server: --users needs --auth token")
-    if (args.admin or args.allow_path or args.access_rules) and not users:
-        raise SystemExit("sql-ext connect-server: --admin, --allow-path and --access-rules need "
-                         "--auth token --users FILE (without users told apart, every client "
-                         "is the server's operator, an admin)")
+    if (args.admin or args.allow_path or args.allow_server or args.access_rules) and not users:
+        raise SystemExit("sql-ext connect-server: --admin, --allow-path, --allow-server and "
+                         "--access-rules need --auth token --users FILE (without users told "
+                         "apart, every client is the server's operator, an admin)")
     token = token_of(args.token_file) if args.auth == "token" and not users else None
     guarded = bool(users) or args.no_client_udfs
     spark = session(warehouse=args.warehouse, app_name="sql-ext-connect-server",
@@ -125,8 +125,8 @@ def connect_server(args) -> int:
         if guarded:
             guard(spark, users, args.no_client_udfs)
         if users:
-            access.enforce(spark, args.admin, spark.conf.get("spark.sql.warehouse.dir"),
-                           args.allow_path, args.access_rules)
+            access.enforce(spark, args.admin, args.allow_path, args.allow_server,
+                           args.access_rules)
     except ValueError as error:
         raise SystemExit(f"sql-ext connect-server: {error}") from None
     _load_udafs(args.udafs)
@@ -362,12 +362,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a signed-in user who may do anything (repeatable); every other "
                              "user is held to the access checks (docs/security.md)")
     server.add_argument("--allow-path", action="append", default=[], metavar="DIR",
-                        help="a folder, besides the warehouse, where users' paths (LOCATION, "
-                             "CHECKPOINT, file queries) may point (repeatable)")
+                        help="a folder where every user may read and write files and create "
+                             "external tables (LOCATION, CHECKPOINT, file queries), outside "
+                             "any table's folder (repeatable; docs/security.md)")
+    server.add_argument("--allow-server", action="append", default=[], metavar="HOST:PORT",
+                        help="a Kafka server every user's tables and reads may connect to "
+                             "(repeatable)")
     server.add_argument("--access-rules", default=None, metavar="FILE",
-                        help="a JSON file of admins and table rules: which user may do what "
-                             "with which tables (read again when it changes; "
-                             "docs/security.md)")
+                        help="a JSON file of admins, table, location and server rules: which "
+                             "user may do what with which tables and folders (read again when "
+                             "it changes; docs/security.md)")
     server.add_argument("--tls-cert", default=None, metavar="FILE",
                         help="TLS: the server's certificate (PEM; issuers may follow it)")
     server.add_argument("--tls-key", default=None, metavar="FILE",
@@ -397,11 +401,14 @@ def build_parser() -> argparse.ArgumentParser:
     connect.add_argument("--admin", action="append", default=[], metavar="USER",
                          help="with --users: a user who may do anything (repeatable)")
     connect.add_argument("--allow-path", action="append", default=[], metavar="DIR",
-                         help="with --users: a folder, besides the warehouse, where users' "
-                              "paths may point (repeatable)")
+                         help="with --users: a folder where every user may read and write "
+                              "files and create external tables (repeatable)")
+    connect.add_argument("--allow-server", action="append", default=[], metavar="HOST:PORT",
+                         help="with --users: a Kafka server every user may connect to "
+                              "(repeatable)")
     connect.add_argument("--access-rules", default=None, metavar="FILE",
-                         help="with --users: the JSON file of admins and table rules "
-                              "(docs/security.md)")
+                         help="with --users: the JSON file of admins, table, location and "
+                              "server rules (docs/security.md)")
     connect.add_argument("--no-client-udfs", action="store_true",
                          help="refuse code that clients send (Python and Scala UDFs, UDTFs, "
                               "data sources, artifacts) to every user, admins too")

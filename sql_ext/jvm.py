@@ -18,7 +18,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark import SparkContext
 from pyspark.java_gateway import ensure_callback_server_started
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 from pyspark.sql.types import StructType
 
 # The extension's Scala objects that Python calls, by fully qualified name.
@@ -36,6 +36,7 @@ PROCESS_FUNCTIONS = "io.sqlext.analysis.ProcessFunctions"
 WINDOW_METRICS = "io.sqlext.execution.WindowMetrics"
 ACCESS_POLICY = "io.sqlext.access.AccessPolicy"
 ACCESS_CHECKS = "io.sqlext.access.AccessChecks"
+SERVER_WORK = "io.sqlext.access.ServerWork"
 SESSION_USERS = "io.sqlext.access.SessionUsers"
 ACCESS_RULES = "io.sqlext.access.AccessRules"
 CONNECT_GUARD = "io.sqlext.access.ConnectGuard"
@@ -354,16 +355,17 @@ def start_thrift_server(spark: SparkSession, host: str, port: int):
     return started
 
 
-def enforce_access(spark: SparkSession, admins: list[str], roots: list[str],
-                   rules: str | None = None) -> None:
+def enforce_access(spark: SparkSession, admins: list[str], paths: list[str],
+                   servers: list[str], rules: str | None = None) -> None:
     """From now on every statement of a signed-in user who is not an admin (in `admins` or the
-    rules file's) passes the access checks (io.sqlext.access.AccessChecks); their paths stay
-    inside `roots`, their tables are those the access rules file `rules` gives them (every
-    table without one). An invalid rules file raises ValueError naming the problem."""
+    rules file's) passes the access checks (io.sqlext.access.AccessChecks): files in the folders
+    `paths` and the Kafka servers `servers` are every user's, besides what the access rules file
+    `rules` gives them. An invalid rules file raises ValueError naming the problem."""
     array_list = _class(spark.sparkContext._gateway, "java.util.ArrayList")
     if rules is not None:
         _configured(lambda: _object(spark, ACCESS_RULES).use(rules))
-    _object(spark, ACCESS_POLICY).enforce(array_list(admins), array_list(roots))
+    _object(spark, ACCESS_POLICY).enforce(array_list(admins), array_list(paths),
+                                          array_list(servers))
 
 
 def session_user(spark: SparkSession) -> str | None:
@@ -390,11 +392,15 @@ def readable(spark: SparkSession, db: str, table: str) -> bool:
     return bool(_object(spark, ACCESS_CHECKS).readable(_session(spark), db, table))
 
 
-def path_refusal(spark: SparkSession, what: str, location: str) -> str | None:
+def path_refusal(spark: SparkSession, what: str, location: str, access: str,
+                 defines: str | None = None) -> str | None:
     """The access rule 'paths' for the user of `spark` (io.sqlext.access.AccessChecks, the
-    rule every statement's paths keep to): why `location`, given as `what`, is refused, or None
-    where it is allowed or the user is not checked."""
-    return _object(spark, ACCESS_CHECKS).pathRefusal(_session(spark), what, location)
+    rule every statement's paths keep to): why `access` (READ FILES, WRITE FILES, CREATE
+    EXTERNAL TABLE) at `location`, given as `what` by a statement that defines the table
+    `defines` (which may name its own folders again), is refused, or None where it is allowed
+    or the user is not checked."""
+    return _object(spark, ACCESS_CHECKS).pathRefusal(_session(spark), what, location, access,
+                                                     defines)
 
 
 def empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:
@@ -403,6 +409,27 @@ def empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:
     jsession = _session(spark)
     rows = _class(spark.sparkContext._gateway, "java.util.ArrayList")()
     return DataFrame(jsession.createDataFrame(rows, jsession.parseDataType(schema.json())), spark)
+
+
+def start_stream(writer: DataStreamWriter) -> StreamingQuery:
+    """Starts `writer`'s stream as the server's work (io.sqlext.access.ServerWork): the
+    streaming statement it runs for was judged already, its checkpoint with it."""
+    spark = writer._spark
+    return StreamingQuery(_object(spark, SERVER_WORK).startStream(
+        writer._jwrite))
+
+
+def empty_delta_table(spark: SparkSession, schema: StructType, location: str,
+                      partitioned_by: tuple[str, ...]) -> None:
+    """The Delta table at `location` emptied, with `schema` and `partitioned_by`, written by
+    the server: in a session of no user (a new session of `spark`'s), since the statement that
+    asked for it was judged already (its LOCATION, which may be the table's own)."""
+    server = _session(spark).newSession()
+    rows = _class(spark.sparkContext._gateway, "java.util.ArrayList")()
+    frame = server.createDataFrame(rows, server.parseDataType(schema.json()))
+    columns = spark.sparkContext._jvm.PythonUtils.toSeq(list(partitioned_by))
+    frame.write().format("delta").mode("overwrite").option("overwriteSchema", "true") \
+        .partitionBy(columns).save(location)
 
 
 def sessions_for_functions() -> list:

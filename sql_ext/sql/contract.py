@@ -10,7 +10,8 @@ tests/test_contract.py fails when the two differ or when either side stops using
   partition: a firing's number for TUMBLING and SLIDING, a pane's number for TIME_INTERVAL
   (whose firings of one pane are told apart by PANE_INDEX());
 - pane-function columns: the operator's output for WINDOW_ID(), PANE_START(), ...;
-- SHOW STREAMS' columns, and the longest error a catalog entry keeps.
+- SHOW STREAMS' columns, and the longest error a catalog entry keeps;
+- the catalog property of a streaming table's checkpoint.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ _NUMBERED: dict[str, str] = _CONTRACT["numbered_columns"]
 STREAM_COLUMNS: tuple[str, ...] = tuple(_CONTRACT["show_streams_columns"])
 # A stream's failure as SHOW STREAMS and the catalog keep it: at most this many characters.
 SHORT_ERROR_LIMIT: int = _CONTRACT["short_error_limit"]
+# The catalog property that holds a streaming table's checkpoint (the JVM's access checks read
+# it: the folder is the table's).
+STREAM_CHECKPOINT_PROPERTY: str = _CONTRACT["stream_checkpoint_property"]
 
 # Python's own helper names, never read by the JVM: the inputs of streaming aggregates
 # (`__sx_in<i>`).

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from sql_ext import jvm
+from sql_ext.sql.contract import STREAM_CHECKPOINT_PROPERTY
 from sql_ext.sql.names import quote
 
 PREFIX = "sql_ext.stream"
@@ -56,7 +57,7 @@ class Definition:
         parts = [query[i:i + QUERY_PART] for i in range(0, len(query), QUERY_PART)] or [""]
         props = {f"{PREFIX}.query.{i}": part for i, part in enumerate(parts)}
         props.update({f"{PREFIX}.trigger": self.trigger_text(),
-                      f"{PREFIX}.checkpoint": self.checkpoint})
+                      STREAM_CHECKPOINT_PROPERTY: self.checkpoint})
         if self.location:
             props[f"{PREFIX}.location"] = self.location
         if self.partitioned_by:
@@ -73,7 +74,7 @@ class Definition:
         return cls(query="".join(v for _, v in parts),
                    trigger=AVAILABLE_NOW if trigger == "AVAILABLE NOW"
                    else float(trigger.split()[1]),
-                   checkpoint=props.get(f"{PREFIX}.checkpoint", ""),
+                   checkpoint=props.get(STREAM_CHECKPOINT_PROPERTY, ""),
                    location=props.get(f"{PREFIX}.location"),
                    partitioned_by=tuple(json.loads(props.get(f"{PREFIX}.partitioned_by", "[]"))),
                    tblproperties=tuple(json.loads(

@@ -127,7 +127,7 @@ def start(spark: SparkSession, entry: Entry, plan: StreamPlan,
     jvm.watch_progress(spark)
     if made is None:  # (a new table is defined RUNNING)
         catalog.record_start(spark, entry, plan.window)
-    query = writer.start()
+    query = jvm.start_stream(writer)
     jvm.run_started(spark, entry.db, entry.table, entry.stream_id, location, query)
     log.info("sql_ext streaming table %s started (%s, checkpoint %s)", entry.name,
              entry.definition.trigger_text(), entry.definition.checkpoint)

@@ -27,8 +27,7 @@ def create_table(spark: SparkSession, name: str, schema: StructType, location: s
     when `replace`."""
     if location and DeltaTable.isDeltaTable(spark, location):
         if replace:
-            jvm.empty_frame(spark, schema).write.format("delta").mode("overwrite") \
-                .option("overwriteSchema", "true").partitionBy(*partitioned_by).save(location)
+            jvm.empty_delta_table(spark, schema, location, partitioned_by)
         spark.catalog.createTable(name, path=location, source="delta")
         set_properties(spark, name, properties or {})
         return

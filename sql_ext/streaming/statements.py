@@ -64,8 +64,9 @@ def _create(statement: CreateStreamingTable, sql: str, spark: SparkSession,
         tblproperties=tuple(statement.args.get("properties") or ()))
     name, query_text = statement.this.sql(dialect="spark"), sql[statement.args["query_start"]:]
     verb = "ALTER" if statement.args.get("alter") else "CREATE"
-    _check_paths(spark, f"{verb} STREAMING TABLE {name}",
-                 {"CHECKPOINT": options["checkpoint"], "LOCATION": options["location"]})
+    _check_paths(spark, f"{verb} STREAMING TABLE {name}", name,
+                 {"CHECKPOINT": (options["checkpoint"], "WRITE FILES"),
+                  "LOCATION": (options["location"], "CREATE EXTERNAL TABLE")})
     if statement.args.get("alter"):
         query = lifecycle.alter_streaming_table(spark, name, query_text, ended=ended, **options)
     else:
@@ -74,12 +75,15 @@ def _create(statement: CreateStreamingTable, sql: str, spark: SparkSession,
     return query if trigger is None else None
 
 
-def _check_paths(spark: SparkSession, statement: str, paths: dict[str, str | None]) -> None:
-    """CHECKPOINT and LOCATION of a signed-in user who is not an admin keep to the access rule
-    'paths' that every other statement's paths keep to (the JVM's io.sqlext.access.AccessChecks;
-    the stream's query passes those checks as it is planned)."""
-    for what, location in paths.items():
-        refusal = location and jvm.path_refusal(spark, f"{statement}'s {what}", location)
+def _check_paths(spark: SparkSession, statement: str, name: str,
+                 paths: dict[str, tuple[str | None, str]]) -> None:
+    """CHECKPOINT (WRITE FILES) and LOCATION (CREATE EXTERNAL TABLE) of a signed-in user who is
+    not an admin keep to the access rule 'paths' that every other statement's paths keep to (the
+    JVM's io.sqlext.access.AccessChecks; the stream's query passes those checks as it is
+    planned). The streaming table `name` may name its own folders again."""
+    for what, (location, access) in paths.items():
+        refusal = location and jvm.path_refusal(spark, f"{statement}'s {what}", location, access,
+                                                name)
         if refusal:
             raise AccessDeniedError(refusal)
 

@@ -76,4 +76,7 @@ object Contract {
   val ShowStreamsColumns: Seq[String] =
     (parsed \ "show_streams_columns").extract[Seq[String]]
   val ShortErrorLimit: Int = (parsed \ "short_error_limit").extract[Int]
+  /** The catalog property that holds a streaming table's checkpoint (its folder is the
+   *  table's, as its location is). */
+  val StreamCheckpointProperty: String = (parsed \ "stream_checkpoint_property").extract[String]
 }

@@ -1,6 +1,6 @@
 package io.sqlext
 
-import io.sqlext.access.{AccessChecks, HideUnreadableTables}
+import io.sqlext.access.{AccessChecks, HideUnreadableTables, RemoveServerReads}
 import io.sqlext.analysis.{KafkaTables, PipelineWindowFunction, ProcessFunctions,
   ResolvePipelineWindows, TimeoutCeiling, WindowTableFunction}
 import io.sqlext.kafka.KafkaUndecodable
@@ -40,6 +40,9 @@ class SqlExtExtensions extends (SparkSessionExtensions => Unit) {
     ArrivalSequence.registrations.foreach(extensions.injectFunction)
     // Analysis: Python UDAFs shared later reach every session made after (JDBC connections).
     ProcessFunctions.remember(extensions)
+    // Optimization: a read the server makes for a user (window_state()'s of a checkpoint) is
+    // marked for the access checks until analysis ends; from here on it is its plain read.
+    extensions.injectOptimizerRule(_ => RemoveServerReads)
     // Optimization: TIME_INTERVAL without a watermark becomes a generated Filter(Expand).
     extensions.injectOptimizerRule(session => ExpandPanes(session.sparkContext))
     // Optimization: sliding windows with incremental aggregates emit one row per firing.

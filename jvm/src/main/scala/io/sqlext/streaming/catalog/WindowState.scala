@@ -2,7 +2,7 @@ package io.sqlext.streaming.catalog
 
 import io.sqlext.Contract
 import io.sqlext.SqlExtErrors
-import io.sqlext.access.AccessChecks
+import io.sqlext.access.{AccessChecks, ServerRead}
 import io.sqlext.aggregate.PartialAggregates
 import io.sqlext.streaming.time.{BatchWatermark, SplWatermark}
 import io.sqlext.window.{Family, PaneSpec, Watermark, WindowSpec}
@@ -45,19 +45,25 @@ object WindowState {
 
   def builder(args: Seq[Expression]): LogicalPlan = args match {
     case Seq(Literal(name, StringType)) if name != null =>
-      read(SparkSession.active, name.toString).queryExecution.analyzed
+      // The checkpoint's files are the stream's table's: the server reads them for a user the
+      // table's rule lets read it (in `read`), which the checks of the files do not judge.
+      val session = SparkSession.active
+      checkReadable(session, name.toString)
+      ServerRead.of(read(session, name.toString).queryExecution.analyzed)
     case _ => throw SqlExtErrors.analysis("SQL_EXT_WRONG_TABLE_KIND",
       s"$Name takes the name of a streaming table as a string: $Name('<streaming table>')")
   }
 
   val registration = (FunctionIdentifier(Name), info, builder _)
 
-  /** The window state of the streaming table `name` (as a name in SQL: db.table, quoted). */
-  def read(session: SparkSession, name: String): DataFrame = {
-    // The stream's state is its table's rows to come: a user reads it only where they may read
-    // the table (its plan reads the checkpoint, not the table, so the statement check does not).
+  /** The stream's state is its table's rows to come: a user reads it only where they may read
+   *  the table (its plan reads the checkpoint, not the table, so the statement check does not). */
+  private def checkReadable(session: SparkSession, name: String): Unit =
     Option(AccessChecks.tableRefusal(session, "SELECT", name))
       .foreach(refusal => throw SqlExtErrors.analysis("SQL_EXT_ACCESS_DENIED", refusal))
+
+  /** The window state of the streaming table `name` (as a name in SQL: db.table, quoted). */
+  def read(session: SparkSession, name: String): DataFrame = {
     val ident = session.sessionState.sqlParser.parseTableIdentifier(name)
     val db = ident.database.getOrElse(session.catalog.currentDatabase)
     val props = StreamCatalog.properties(session, db, ident.table)
@@ -70,7 +76,7 @@ object WindowState {
     val json = JsonMethods.parse(window)
     val spec = WindowSpec.fromJson(JsonMethods.compact(json \ "spec"))
     val partitions = (json \ "partitions").extract[Seq[String]]
-    val checkpoint = BatchWatermark.qualified(session, props.get("sql_ext.stream.checkpoint"))
+    val checkpoint = BatchWatermark.qualified(session, props.get(Contract.StreamCheckpointProperty))
     new WindowState(session, spec, partitions, checkpoint).frame
   }
 

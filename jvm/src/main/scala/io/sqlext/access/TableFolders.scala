@@ -1,0 +1,68 @@
+package io.sqlext.access
+
+import scala.util.control.NonFatal
+
+import io.sqlext.Contract
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.catalog.CatalogTableType
+
+/**
+ * The folders that belong to the catalog: the warehouse, each database's folder, each table's
+ * (managed or external, wherever it lies) and each streaming table's checkpoint. Their files
+ * are reached through their tables only, by name, where the access rules apply: a path that
+ * lies in one of them, or holds one, is refused to a user who is not an admin (`PathRule`).
+ *
+ * Read from the catalog for each statement that names a path (one metastore call per database
+ * for its tables), so a table made a moment ago by another session or process counts at once.
+ */
+object TableFolders {
+  /** `folder` belongs to `owner` (as a refusal names it: "table sales.readings"); `table` is
+   *  the table it is a folder of, if it is one. */
+  final case class Owned(folder: Folder, owner: String, table: Option[(String, String)])
+
+  /** Every folder of the catalog of `session`, tables' folders and checkpoints first. */
+  def all(session: SparkSession): Seq[Owned] = {
+    val conf = session.sessionState.newHadoopConf()
+    val catalog = session.sharedState.externalCatalog
+    val databases = catalog.listDatabases()
+    val tables = databases.flatMap { db =>
+      val entries = try catalog.getTablesByName(db, catalog.listTables(db)) catch {
+        case NonFatal(_) => Nil  // the database was dropped meanwhile
+      }
+      entries.filter(_.tableType != CatalogTableType.VIEW).flatMap { entry =>
+        val table = (db, entry.identifier.table)
+        val name = s"$db.${entry.identifier.table}"
+        entry.storage.locationUri.map(uri => Owned(Folder.ofUri(uri, conf), s"table $name",
+          Some(table))).toSeq ++
+          entry.properties.get(Contract.StreamCheckpointProperty)
+            .flatMap(Folder.of(_, conf))
+            .map(Owned(_, s"the checkpoint of streaming table $name", Some(table)))
+      }
+    }
+    val folders = databases.flatMap { db =>
+      try Some(Owned(Folder.ofUri(catalog.getDatabase(db).locationUri, conf),
+        s"database $db", None))
+      catch { case NonFatal(_) => None }
+    }
+    val warehouse = Folder.of(session.conf.get("spark.sql.warehouse.dir"), conf)
+      .map(Owned(_, "the warehouse", None))
+    // The default database's folder is the warehouse itself: named so.
+    tables ++ folders.filterNot(f => warehouse.exists(_.folder == f.folder)) ++ warehouse
+  }
+
+  /** Why `folder` may not be named by a user: the folder of the catalog it lies in (the
+   *  deepest), else one it holds; None where it is clear of them all. `own`: the table the
+   *  statement defines, whose own folders it may name again. */
+  def conflict(folder: Folder, owned: Seq[Owned], own: Option[(String, String)])
+      : Option[String] = {
+    val others = owned.filterNot(o => o.table.isDefined && o.table == own)
+    val around = others.filter(_.folder.contains(folder)).sortBy(-_.folder.path.length)
+    around.headOption.map { o =>
+      if (o.table.isEmpty && o.owner == "the warehouse") {
+        s"inside the warehouse (${o.folder}), whose folders belong to the catalog's tables"
+      } else s"inside the folder of ${o.owner} (${o.folder})"
+    }.orElse(others.find(o => folder.contains(o.folder)).map { o =>
+      s"a folder that holds the folder of ${o.owner} (${o.folder})"
+    })
+  }
+}
