@@ -32,9 +32,10 @@ case class AccessChecks(session: SparkSession) extends (LogicalPlan => Unit) {
         // for a new table); Spark Connect does not, so a known user is said here, as the
         // statement is analysed on that thread.
         if (user.nonEmpty) org.apache.spark.sql.catalyst.CurrentUserContext.CURRENT_USER.set(user)
-        if (AccessPolicy.checks(user)) {
+        if (AccessPolicy.checks(user) && !ServerWork.runningJudged(session, user)) {
           AccessChecks.refusal(session, user, AccessChecks.usesOf(session, plan))
             .foreach { case (rule, why) => throw AccessChecks.refused(user, rule, why) }
+          ServerWork.judged(plan, user)
         }
     }
 }

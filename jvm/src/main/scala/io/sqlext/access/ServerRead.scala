@@ -34,18 +34,6 @@ object ServerRead {
   private[access] def inProgress: Boolean = serving.value
 }
 
-/**
- * What the server does for a user's streaming statement after judging it (its query's tables
- * and paths as the statement was planned, its CHECKPOINT and LOCATION), in JVM calls from
- * Python that do nothing else: the checks do not judge it again.
- */
-object ServerWork {
-  /** Starts the stream `writer` writes: its checkpoint is the streaming table's own (judged
-   *  as the statement's CHECKPOINT, or the server's default place for it). */
-  def startStream(writer: org.apache.spark.sql.streaming.DataStreamWriter[_])
-      : org.apache.spark.sql.streaming.StreamingQuery = ServerRead.asServer(writer.start())
-}
-
 /** The optimizer's first step over a plan with a [[ServerRead]]: it is its child. */
 object RemoveServerReads extends Rule[LogicalPlan] {
   override def apply(plan: LogicalPlan): LogicalPlan = plan.transformUp {

@@ -26,19 +26,23 @@ class AccessRulesSuite extends AnyFunSuite {
     path
   }
 
+  private def refusal(user: String, privilege: String, db: String,
+      table: Option[String]): Option[String] =
+    AccessRules.refusal(user, Privilege.of(privilege), db, table)
+
   private def allows(user: String, privilege: String, db: String, table: String): Boolean =
-    AccessRules.refusal(user, privilege, db, Option(table)).isEmpty
+    refusal(user, privilege, db, Option(table)).isEmpty
 
   test("the first rule that matches decides; no match refuses") {
     AccessRules.use(file(Example).toString)
     assert(AccessRules.admins == Set("ops"))
     assert(allows("ann", "SELECT", "sales", "orders") && allows("ann", "INSERT", "sales", "ORDERS"))
     assert(!allows("ann", "DELETE", "sales", "orders"))
-    assert(AccessRules.refusal("ann", "DELETE", "sales", Some("orders")).get
+    assert(refusal("ann", "DELETE", "sales", Some("orders")).get
       .contains("DELETE on sales.orders is not among the privileges the first matching rule " +
         "gives (INSERT, SELECT)"))
     assert(!allows("ann", "SELECT", "sales", "customers"))  // the group's rule is not hers
-    assert(AccessRules.refusal("ann", "SELECT", "sales", Some("customers")).get
+    assert(refusal("ann", "SELECT", "sales", Some("customers")).get
       .contains("SELECT on sales.customers: no rule of the access rules file gives ann any " +
         "access to it"))
     // bob's own OWNERSHIP rule comes after his group's: the group's rule decides.
@@ -55,15 +59,15 @@ class AccessRulesSuite extends AnyFunSuite {
       assert(allows("ann", p, "live", "counts"), p)
     }
     assert(!allows("ann", "SELECT", "live", "counts"))
-    for (p <- AccessRules.Privileges) assert(allows("ann", p, "scratch", "t"), p)
+    for (p <- Privilege.all.map(_.name)) assert(allows("ann", p, "scratch", "t"), p)
   }
 
   test("a database as a whole is matched by rules for all of its tables") {
     AccessRules.use(file(Example).toString)
-    assert(AccessRules.refusal("ann", "CREATE", "scratch", None).isEmpty)
-    assert(AccessRules.refusal("ann", "DROP", "live", None).isEmpty)
+    assert(refusal("ann", "CREATE", "scratch", None).isEmpty)
+    assert(refusal("ann", "DROP", "live", None).isEmpty)
     // ann's sales rule names one table: it says nothing of the database as a whole.
-    assert(AccessRules.refusal("ann", "CREATE", "sales", None).isDefined)
+    assert(refusal("ann", "CREATE", "sales", None).isDefined)
   }
 
   test("the file is read again when it changes; an invalid change refuses until it is fixed") {
@@ -78,7 +82,7 @@ class AccessRulesSuite extends AnyFunSuite {
     rewrite("""{"tables": [{"user": "cy", "database": "secret", "privileges": ["SELECT"]}]}""")
     assert(allows("cy", "SELECT", "secret", "pay") && AccessRules.admins.isEmpty)
     rewrite("""{"tables": [{"user": "cy", "privileges": ["READ"]}]}""")
-    val refused = AccessRules.refusal("cy", "SELECT", "secret", Some("pay")).get
+    val refused = refusal("cy", "SELECT", "secret", Some("pay")).get
     assert(refused.contains("invalid since it changed") && refused.contains("unknown privilege " +
       "READ"), refused)
     assert(AccessRules.admins.isEmpty)  // the last valid version's
@@ -90,8 +94,8 @@ class AccessRulesSuite extends AnyFunSuite {
     def problem(text: String): String =
       intercept[IllegalArgumentException](AccessRules.use(file(text).toString)).getMessage
     assert(problem("""{"tables": [{"user": "a", "privileges": ["SELECT"], "tabel": "x"}]}""")
-      .contains("tables[0] has an unknown key 'tabel' (known: database, group, privileges, " +
-        "table, user)"))
+      .contains("tables[0] has an unknown key 'tabel' (known: columns, database, filter, " +
+        "group, privileges, table, user)"))
     assert(problem("""{"tables": [{"user": "a", "privileges": ["SELECT"]}, {"user": "(",""" +
       """ "privileges": []}]}""").contains("tables[1].user is not a regular expression"))
     assert(problem("""{"tables": [{"user": "a"}]}""").contains("tables[0] has no privileges"))
