@@ -1,6 +1,7 @@
 package io.sqlext
 
-import io.sqlext.access.{AccessChecks, HideUnreadableTables, RemoveServerReads}
+import io.sqlext.access.{AccessChecks, ApplyRowPolicies, HideUnreadableTables,
+  RemoveServerReads, RowPolicies, RowPolicyStrategy}
 import io.sqlext.analysis.{KafkaTables, PipelineWindowFunction, ProcessFunctions,
   ResolvePipelineWindows, TimeoutCeiling, WindowTableFunction}
 import io.sqlext.kafka.KafkaUndecodable
@@ -36,6 +37,9 @@ class SqlExtExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectCheckRule(session => AccessChecks(session))
     // Analysis: with access rules, SHOW TABLES lists a user only the tables they may read.
     extensions.injectPostHocResolutionRule(session => HideUnreadableTables(session))
+    // Analysis: with access rules, a user reads a table through its rule's row filter and
+    // column masks, in every plan shape, before any check or optimization sees the plan.
+    extensions.injectPostHocResolutionRule(session => RowPolicies(session))
     // Analysis: sql_ext_arrival() and sql_ext_arrival_file(), a row's place in source order.
     ArrivalSequence.registrations.foreach(extensions.injectFunction)
     // Analysis: Python UDAFs shared later reach every session made after (JDBC connections).
@@ -43,12 +47,17 @@ class SqlExtExtensions extends (SparkSessionExtensions => Unit) {
     // Optimization: a read the server makes for a user (window_state()'s of a checkpoint) is
     // marked for the access checks until analysis ends; from here on it is its plain read.
     extensions.injectOptimizerRule(_ => RemoveServerReads)
+    // Optimization: the row filters and column masks as the access rules say now (a stream's
+    // next micro-batch applies a changed rule).
+    extensions.injectOptimizerRule(session => ApplyRowPolicies(session))
     // Optimization: TIME_INTERVAL without a watermark becomes a generated Filter(Expand).
     extensions.injectOptimizerRule(session => ExpandPanes(session.sparkContext))
     // Optimization: sliding windows with incremental aggregates emit one row per firing.
     extensions.injectOptimizerRule(_ => IncrementalWindowAggregate)
     // Planning: WindowAssign runs as WindowAssignExec, WindowAggregate as WindowAggregateExec.
     extensions.injectPlannerStrategy(_ => WindowStrategy)
+    // Planning: a table read through its access rule is a projection over the filtered rows.
+    extensions.injectPlannerStrategy(_ => RowPolicyStrategy)
     // Physical: sql_ext_arrival() learns the source order of the splits of its scan.
     extensions.injectColumnar(_ => RankArrival.AsColumnarRule)
   }

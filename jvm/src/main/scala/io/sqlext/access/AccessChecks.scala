@@ -59,7 +59,7 @@ object AccessChecks {
     lazy val conf = session.sessionState.newHadoopConf()
     lazy val owned = TableFolders.all(session)
     val current = session.catalog.currentDatabase
-    uses.iterator.flatMap {
+    uses.iterator.flatMap[(String, String)] {
       case Use.CallsJvm(what) => Some("jvm" -> what)
       case Use.LoadsCode(what) => Some("code" -> what)
       case Use.Sets(key) if !AllowedSettings(key) =>
@@ -72,6 +72,14 @@ object AccessChecks {
       case Use.OnTable(privilege, db, table) =>
         AccessRules.refusal(user, privilege, if (db.isEmpty) current else db, table)
           .map("tables" -> _)
+      case Use.ReadsHidden(db, table, column) =>
+        Some("tables" -> (s"the column $column of $db.$table is hidden from $user by the " +
+          s"access rules (name the columns to read, or SELECT * EXCEPT ($column))"))
+      case Use.ShowsMetadata(db, table, what) =>
+        val database = if (db.isEmpty) current else db
+        AccessRules.restriction(user, database, table).map(_ => "tables" -> (s"$what of " +
+          s"$database.$table: the access rules filter or mask the table for $user, and it " +
+          "would show what they hide"))
     }.nextOption()
   }
 

@@ -114,11 +114,16 @@ object AccessRules {
       val table = tableName.map(_.toLowerCase(Locale.ROOT))
       val target = table.fold(s"database $database")(t => s"$database.$t")
       val rule = tableRule(rules, user, database, table)
-      if (rule.exists(_.holds(privilege))) None
-      else Some(rule.fold(s"$privilege on $target: no rule of the access rules file gives " +
-        s"$user any access to it")(r => s"$privilege on $target is not among the " +
-        s"privileges the first matching rule gives (${r.privileges.map(_.name).toSeq.sorted
-          .mkString(", ")})"))
+      rule match {
+        case Some(r) if r.holds(privilege) && (privilege == Privilege.Select || !r.restricts) =>
+          None
+        case Some(r) if r.holds(privilege) => Some(s"$privilege on $target: the first " +
+          s"matching rule filters or masks the table for $user, who may only read it")
+        case Some(r) => Some(s"$privilege on $target is not among the privileges the first " +
+          s"matching rule gives (${r.privileges.map(_.name).toSeq.sorted.mkString(", ")})")
+        case None => Some(s"$privilege on $target: no rule of the access rules file gives " +
+          s"$user any access to it")
+      }
   }
 
   /** The first `tables` rule for `user` and the table, where it filters or masks what the user

@@ -94,6 +94,14 @@ private[access] object CommandUses {
     "RefreshTable", "RefreshTableCommand", "ShowDeltaTableColumnsCommand",
     "ShowDeltaPartitionsCommand")
 
+  /** What a command shows of a table besides its rows: hidden columns' names, values in the
+   *  predicates of its history, a column's minimum and maximum. */
+  private val Metadata = Map("ShowCreateTable" -> "SHOW CREATE TABLE",
+    "ShowCreateTableCommand" -> "SHOW CREATE TABLE",
+    "ShowCreateTableAsSerdeCommand" -> "SHOW CREATE TABLE",
+    "DescribeDeltaHistoryCommand" -> "DESCRIBE HISTORY", "DescribeDeltaHistory" -> "DESCRIBE HISTORY",
+    "DescribeColumn" -> "DESCRIBE of a column", "DescribeColumnCommand" -> "DESCRIBE of a column")
+
   private val Databases = Map("CreateNamespace" -> Privilege.Create,
     "DropNamespace" -> Privilege.Drop)
 
@@ -141,7 +149,9 @@ private[access] object CommandUses {
       case ("ConvertToDeltaCommand", _) => named(target(node), Seq(Alter))
       case ("CreateSQLFunctionCommand" | "DropFunctionCommand", _) => functionUses(node)
       case _ if Writes.contains(name) => named(target(node), Writes(name))
-      case _ if Reads(name) => named(target(node), Seq(Select))
+      case _ if Reads(name) => named(target(node), Seq(Select)) ++
+        (if (!Metadata.contains(name)) Nil else target(node).toSeq.map { case (db, t) =>
+          Use.ShowsMetadata(db, t, Metadata(name)) })
       case _ if Databases.contains(name) || (node.isInstanceOf[Command] && namespace(node)
           .isDefined && target(node).isEmpty) =>
         namespace(node).toSeq.flatMap { db =>

@@ -32,8 +32,20 @@ object PrivilegeBuilder {
       case _ => false
     }
     val all = (calls ++ statements ++ reads).distinct
-    all.filterNot(_.isInstanceOf[Use.OnTable]) ++ all.filter(_.isInstanceOf[Use.OnTable])
+    val hidden = RowPolicies.hiddenUses(plan)
+    all.filterNot(_.isInstanceOf[Use.OnTable]) ++ all.filter(_.isInstanceOf[Use.OnTable]) ++
+      (if (hidden.isEmpty || partOfStatement) Nil else hidden)
   }
+
+  /** Whether the plan being checked is part of a statement, which Spark checks alone: a
+   *  view's query as it resolves the view (Analyzer's resolveViews, outside the view's analysis
+   *  context) or a subquery (CheckAnalysis's checkSubqueryExpression). Its result is what it
+   *  passes on to the statement, whose own check says which columns reach a result. Asked only
+   *  of a plan whose result holds a hidden column. */
+  private def partOfStatement: Boolean = StackWalker.getInstance().walk(frames =>
+    frames.limit(96).anyMatch(f => f.getClassName.startsWith("org.apache.spark.sql.catalyst.") &&
+      (f.getMethodName.contains("resolveViews") ||
+        f.getMethodName.contains("checkSubqueryExpression"))))
 
   private val JvmCalls = Set("reflect", "java_method", "try_reflect")
 

@@ -24,9 +24,11 @@ import org.apache.spark.sql.streaming.{DataStreamWriter, StreamingQuery}
 object ServerWork {
   private val JudgedFor = TreeNodeTag[String]("sql_ext.access.judged_for")
 
-  /** Marks every node of `plan` as judged for `user`: what runs as part of it is theirs. */
+  /** Marks every node of `plan` as judged for `user`: what runs as part of it is theirs. A
+   *  statement that holds a plan it analyses only as it runs (EXPLAIN's, DESCRIBE QUERY's) is
+   *  not marked: that analysis is judged when it comes. */
   private[access] def judged(plan: LogicalPlan, user: String): Unit =
-    plan.foreach(_.setTagValue(JudgedFor, user))
+    if (PlanWalk.nodes(plan).forall(_.resolved)) plan.foreach(_.setTagValue(JudgedFor, user))
 
   /** Whether this thread runs, for `user`, a statement the checks passed (the plan of the SQL
    *  execution it is in, or of that execution's root, is tagged for them). */

@@ -19,6 +19,15 @@ object Use {
   final case class OnFiles(location: String, access: FileAccess, what: String,
       defines: Option[(String, String)] = None) extends Use
 
+  /** A column the first matching rule hides from the user (`allow: false`), which the
+   *  statement names or selects (`SELECT *`); rule `tables`. */
+  final case class ReadsHidden(database: String, table: String, column: String) extends Use
+
+  /** What a statement shows of a table beside its rows (`what`: SHOW CREATE TABLE, DESCRIBE
+   *  HISTORY, a column's statistics), refused where the table's rule filters or masks it for
+   *  the user; rule `tables`. */
+  final case class ShowsMetadata(database: String, table: String, what: String) extends Use
+
   /** A call into the server's JVM or operating system by name; rule `jvm`. */
   final case class CallsJvm(what: String) extends Use
 

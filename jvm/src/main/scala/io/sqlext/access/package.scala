@@ -17,7 +17,8 @@ package io.sqlext
  * interceptor), which also refuses what never reaches a plan: settings through the config API,
  * client code, the catalog API's listings.
  *
- * May import: Spark, the Hive service classes of Spark's Thrift server and Thrift's, Spark
- * Connect's protocol and its (shaded) gRPC.
+ * May import: Spark, `org.apache.spark.sql.sqlext` (a plan marked analysed), the Hive service
+ * classes of Spark's Thrift server and Thrift's, Spark Connect's protocol and its (shaded)
+ * gRPC.
  */
 package object access
