@@ -1,6 +1,6 @@
 package io.sqlext
 
-import io.sqlext.access.{AccessChecks, ApplyRowPolicies, HideUnreadableTables,
+import io.sqlext.access.{AccessChecks, ApplyRowPolicies, HideHiddenColumns, HideUnreadableTables,
   RemoveServerReads, RowPolicies, RowPolicyStrategy}
 import io.sqlext.analysis.{KafkaTables, PipelineWindowFunction, ProcessFunctions,
   ResolvePipelineWindows, TimeoutCeiling, WindowTableFunction}
@@ -40,6 +40,8 @@ class SqlExtExtensions extends (SparkSessionExtensions => Unit) {
     // Analysis: with access rules, a user reads a table through its rule's row filter and
     // column masks, in every plan shape, before any check or optimization sees the plan.
     extensions.injectPostHocResolutionRule(session => RowPolicies(session))
+    // Analysis: with access rules, DESCRIBE and SHOW COLUMNS list no column a rule hides.
+    extensions.injectPostHocResolutionRule(session => HideHiddenColumns(session))
     // Analysis: sql_ext_arrival() and sql_ext_arrival_file(), a row's place in source order.
     ArrivalSequence.registrations.foreach(extensions.injectFunction)
     // Analysis: Python UDAFs shared later reach every session made after (JDBC connections).

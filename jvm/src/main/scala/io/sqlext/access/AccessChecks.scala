@@ -120,11 +120,29 @@ object AccessChecks {
    *  changed while the stream runs stop it, as they refuse the user's next statement. */
   def streamRefusal(session: SparkSession, query: Dataset[_], name: String): String =
     checkedUser(session).flatMap { user =>
+      val plan = query.queryExecution.analyzed
       val reads = if (!AccessRules.configured) None
-        else refusal(session, user, usesOf(session, query.queryExecution.analyzed)
-          .filter(_.isInstanceOf[Use.OnTable])).map(_._2)
+        else refusal(session, user, usesOf(session, plan).filter(_.isInstanceOf[Use.OnTable]))
+          .map(_._2).orElse(RowPolicies.unguarded(plan, user).headOption.map { case (db, t) =>
+            s"the access rules now filter or mask $db.$t for $user, which the stream read as " +
+              "it was when it started: it stops (REFRESH STREAMING TABLE starts it again, " +
+              "under the rule)"
+          })
       reads.map(message(user, "tables", _))
         .orElse(refusalOn(session, user, Privilege.Stream, name))
+    }.orNull
+
+  /** For window_state(): the rule 'tables' for `session`'s user and SELECT on the streaming
+   *  table `name`; and where its rule filters or masks it, a refusal (the state holds the
+   *  stream's rows and values as they were read, which the rule cannot apply to). The
+   *  refusal's message or null. */
+  def windowStateRefusal(session: SparkSession, name: String): String =
+    checkedUser(session).flatMap { user =>
+      val (db, table) = identify(session, name)
+      refusalOn(session, user, Privilege.Select, name).orElse(
+        AccessRules.restriction(user, db, table).map(_ => message(user, "tables",
+          s"window_state('$name'): the access rules filter or mask $db.$table for $user, and " +
+            "the window state holds the stream's rows as it read them")))
     }.orNull
 
   /** Whether `session`'s user may read `database`.`table` (SHOW STREAMS lists only those). */

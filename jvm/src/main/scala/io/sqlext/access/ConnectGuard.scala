@@ -8,6 +8,8 @@ import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import org.apache.spark.connect.proto.{AddArtifactsRequest, ConfigRequest}
+import org.sparkproject.connect.protobuf.Descriptors.FieldDescriptor
+import org.sparkproject.connect.protobuf.Message
 import org.sparkproject.connect.grpc.{ForwardingServerCallListener, Metadata, ServerCall,
   ServerCallHandler, ServerInterceptor, Status}
 
@@ -23,10 +25,13 @@ import org.sparkproject.connect.grpc.{ForwardingServerCallListener, Metadata, Se
  *    it, and `SessionUsers` reads the user of a Connect session from that key, so the user
  *    comes from the credential alone;
  *  - for a user who is not an admin, the rules of `AccessChecks` hold for every plan (they run
- *    as Spark analyses it), and here, for what never reaches analysis: a ConfigRequest may set
- *    only the allow-list of settings (rule 'settings'), no client code (Python or Scala UDFs,
- *    UDTFs, data sources, artifacts: rule 'code'), and with access rules no catalog listing
- *    calls (rule 'tables': SHOW TABLES and DESCRIBE keep to the rules);
+ *    as Spark analyses it), and here, judged by the types and fields of a request's messages,
+ *    for what never reaches analysis: a ConfigRequest may set only the allow-list of settings
+ *    (rule 'settings'), no client code (Python or Scala UDFs, UDTFs, data sources, foreach
+ *    writers, Java functions by class, artifacts: rule 'code'), no external command (rule
+ *    'jvm'), no declarative pipeline (its runs write tables through the catalog) and with
+ *    access rules no catalog listing calls (rule 'tables': SHOW TABLES and DESCRIBE keep to the
+ *    rules); a model's files only where the rule 'paths' lets the user;
  *  - with `--no-client-udfs`, client code is refused to admins too.
  */
 class ConnectGuard extends ServerInterceptor {
@@ -108,12 +113,35 @@ object ConnectGuard {
     MessageDigest.getInstance("SHA-256").digest(token.getBytes(StandardCharsets.UTF_8))
       .map("%02x".format(_)).mkString
 
-  /** Client code in a request's plan, by the names of the messages that carry it (the text
-   *  form of a request names every field it sets). */
-  private val ClientCode = Seq("python_udf {", "scalar_scala_udf {", "python_udtf {",
-    "python_data_source {", "java_udf {", "python_udf_command {")
-  private val CatalogListings = Seq("list_tables {", "list_columns {", "get_table {",
-    "table_exists {")
+  /** The messages of Connect's protocol that carry client code: functions, table functions,
+   *  data sources and foreach writers in Python or the JVM, a Java function by class name. */
+  private val ClientCode = Set("PythonUDF", "ScalarScalaUDF", "JavaUDF", "PythonUDTF",
+    "PythonDataSource", "StreamingForeachFunction", "TypedAggregateExpression")
+      .map("spark.connect." + _)
+
+  /** The catalog API's calls that list or describe tables outside the access rules' listings
+   *  (SHOW TABLES, DESCRIBE do keep to them). */
+  private val CatalogListings = Set("list_tables", "list_columns", "get_table", "table_exists",
+    "list_views", "list_partitions", "get_table_properties", "get_create_table_string")
+
+  /** `message` and every message nested in its fields (a plan's relations, expressions,
+   *  commands), by Connect's protobuf descriptors. */
+  private def nested(message: Message): Iterator[Message] =
+    Iterator(message) ++ message.getAllFields.asScala.iterator.flatMap {
+      case (field, value) if field.getJavaType == FieldDescriptor.JavaType.MESSAGE =>
+        value match {
+          case list: java.util.List[_] => list.asScala.iterator
+            .collect { case m: Message => m }.flatMap(nested)
+          case m: Message => nested(m)
+          case _ => Iterator.empty
+        }
+      case _ => Iterator.empty
+    }
+
+  /** The string field `name` of `message`, where it is set. */
+  private def text(message: Message, name: String): Option[String] =
+    Option(message.getDescriptorForType.findFieldByName(name))
+      .filter(message.hasField).map(message.getField(_).toString)
 
   /** `message` (a request of Connect's protocol) with `user` as its user_context's user_id; a
    *  message without a user context as it is. */
@@ -133,29 +161,57 @@ object ConnectGuard {
     }
   }
 
-  /** Why `user` may not send `message`, if not. */
+  /** Why `user` may not send `message`, if not: judged by its messages' types and fields. */
   private[access] def refusal(user: String, message: Any): Option[String] = {
     val noCode = setup.exists(_.noClientCode)
-    lazy val text = message.toString
+    val checked = AccessPolicy.checks(user)
     def code(what: String) = Some(
-      if (noCode && !AccessPolicy.checks(user)) s"this server runs no client code " +
+      if (noCode && !checked) s"this server runs no client code " +
         s"(sql-ext connect-server --no-client-udfs): $what"
       else AccessChecks.message(user, "code", what))
     message match {
-      case _: AddArtifactsRequest if noCode || AccessPolicy.checks(user) =>
+      case _: AddArtifactsRequest if noCode || checked =>
         code("artifacts (jars, Python files, classes) load code into the server")
-      case config: ConfigRequest if AccessPolicy.checks(user) && config.getOperation.hasSet =>
+      case config: ConfigRequest if checked && config.getOperation.hasSet =>
         config.getOperation.getSet.getPairsList.asScala.map(_.getKey)
           .find(!AllowedSettings(_)).map { key =>
             AccessChecks.message(user, "settings", s"setting $key: a session may set only " +
               AllowedSettings.names.mkString(", "))
           }
-      case _ if (noCode || AccessPolicy.checks(user)) && ClientCode.exists(text.contains) =>
-        code("a function or data source defined by the client runs its code in the server")
-      case _ if AccessPolicy.checks(user) && AccessRules.configured &&
-          text.contains("catalog {") && CatalogListings.exists(text.contains) =>
-        Some(AccessChecks.message(user, "tables", "the catalog API's listings do not keep to " +
-          "the access rules: SHOW TABLES, SHOW DATABASES and DESCRIBE TABLE do"))
+      case request: Message if noCode || checked =>
+        nested(request).map(judge(user, checked, noCode, _)).collectFirst { case Some(why) => why }
+          .map { case (rule, why) =>
+            if (rule == "code") code(why).get else AccessChecks.message(user, rule, why)
+          }
+      case _ => None
+    }
+  }
+
+  /** Why one message of a request is refused: (rule, why). */
+  private def judge(user: String, checked: Boolean, noCode: Boolean,
+      message: Message): Option[(String, String)] = {
+    val kind = message.getDescriptorForType.getFullName
+    lazy val set = message.getAllFields.asScala.keys.map(_.getName).toSet
+    kind match {
+      case _ if ClientCode(kind) =>
+        Some("code" -> "a function or data source defined by the client runs its code in the server")
+      case _ if !checked => None
+      case "spark.connect.ExecuteExternalCommand" =>
+        Some("jvm" -> "an external command runs through a connector of the client's choosing")
+      case "spark.connect.PipelineCommand" =>
+        Some("tables" -> ("a declarative pipeline's run creates and writes its tables and " +
+          "checkpoints through the catalog, not by statements the access checks judge: " +
+          "pipelines run with an admin's token"))
+      case "spark.connect.Catalog" if AccessRules.configured && set.exists(CatalogListings) =>
+        Some("tables" -> ("the catalog API's listings do not keep to the access rules: SHOW " +
+          "TABLES, SHOW DATABASES and DESCRIBE TABLE do"))
+      case "spark.connect.MlCommand.Write" | "spark.connect.MlCommand.Read" =>
+        val access = if (kind.endsWith("Write")) FileAccess.Write else FileAccess.Read
+        text(message, "path").flatMap { path =>
+          val session = org.apache.spark.sql.SparkSession.getDefaultSession.get
+          AccessChecks.refusal(session, user, Seq(Use.OnFiles(path, access,
+            "a machine learning model's files")))
+        }
       case _ => None
     }
   }

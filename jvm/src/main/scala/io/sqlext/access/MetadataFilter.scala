@@ -12,14 +12,16 @@ import org.apache.hive.service.rpc.thrift.{TCLIService, TOperationHandle}
 /**
  * The JDBC metadata calls (DatabaseMetaData.getTables and getColumns: what a SQL client's
  * browser and dbt's catalog list) show a signed-in user who is not an admin only the tables the
- * access rules give them SELECT on. HiveServer2 runs a metadata call as it answers it and keeps
+ * access rules give them SELECT on, and no column their rule hides. HiveServer2 runs a metadata call as it answers it and keeps
  * its rows until the client fetches them: the guarded call lets it run, then takes out of its
  * rows those of other tables, before the client can fetch any.
  */
 private[access] object MetadataFilter {
-  /** Both calls' rows name the table's database and name in their 2nd and 3rd columns. */
+  /** Both calls' rows name the table's database and name in their 2nd and 3rd columns;
+   *  GetColumns' the column in its 4th. */
   private val DatabaseColumn = 1
   private val TableColumn = 2
+  private val ColumnColumn = 3
 
   private lazy val CliServiceField = {
     val field = classOf[ThriftCLIService].getDeclaredField("cliService")
@@ -55,6 +57,7 @@ private[access] object MetadataFilter {
         operation.getProtocolVersion, false)
       all.iterator.asScala.map(_.clone())
         .filter(row => readable(user, row(DatabaseColumn), row(TableColumn)))
+        .filter(row => field != ColumnsRows || shown(user, row))
         .foreach(kept.addRow)
       field.set(operation, kept)
     }
@@ -64,6 +67,13 @@ private[access] object MetadataFilter {
   private def readable(user: String, database: Any, table: Any): Boolean =
     Option(database).map(_.toString).filter(_.nonEmpty)
       .forall(AccessRules.readable(user, _, String.valueOf(table)))
+
+  /** A column of GetColumns that the user's rule does not hide. */
+  private def shown(user: String, row: Array[AnyRef]): Boolean =
+    Option(row(DatabaseColumn)).map(_.toString).filter(_.nonEmpty).forall { db =>
+      !HideHiddenColumns.hidden(user, db, String.valueOf(row(TableColumn)))
+        .contains(String.valueOf(row(ColumnColumn)).toLowerCase(java.util.Locale.ROOT))
+    }
 
   class GuardedGetTables extends TCLIService.Processor.GetTables[TCLIService.Iface] {
     override def getResult(iface: TCLIService.Iface,

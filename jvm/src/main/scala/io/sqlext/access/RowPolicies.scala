@@ -245,6 +245,17 @@ object RowPolicies {
     }
   }
 
+  /** The tables `plan` reads that the rules now filter or mask for `user` but that it reads
+   *  as they are (a stream planned before the rule came). */
+  def unguarded(plan: LogicalPlan, user: String): Seq[(String, String)] = {
+    def walk(node: LogicalPlan): Seq[(String, String)] = node match {
+      case _: RowPolicyBarrier => Nil
+      case relation if table(relation).isDefined => table(relation).toSeq
+      case other => other.children.flatMap(walk) ++ other.subqueries.flatMap(walk)
+    }
+    walk(plan).distinct.filter { case (db, t) => AccessRules.restriction(user, db, t).isDefined }
+  }
+
   /** A projection of a column as it is (under its own name, perhaps cast: a view's columns). */
   private def passedOn(column: NamedExpression): Boolean = column match {
     case _: Attribute => true

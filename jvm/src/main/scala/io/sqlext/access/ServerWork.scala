@@ -12,23 +12,48 @@ import org.apache.spark.sql.streaming.{DataStreamWriter, StreamingQuery}
  * Work the server does for a statement the checks judged already, which the checks do not
  * judge again:
  *
- *  - what a judged statement analyses while it runs, on its own thread: Spark's CTAS writing
- *    its new table's files, Delta reading its log and rewriting a table's files, a MERGE
- *    reading its source. Such analyses run inside the statement's execution (Spark's SQL
- *    execution id is set on the thread), whose plan the checks tagged as they passed it. A
- *    statement's own analysis never runs inside an execution: statements a user's text holds
- *    (EXECUTE IMMEDIATE, a SQL script's) are analysed before theirs starts, and judged;
+ *  - what a judged command that writes data analyses while it runs, on its own thread: Spark's
+ *    CTAS writing its new table's files, Delta reading its log and rewriting a table's files,
+ *    a MERGE reading its source. Such analyses run inside the command's execution (Spark's SQL
+ *    execution id is set on the thread), whose plan the checks tagged as they passed it. Only
+ *    the commands of `TrustedRuns` are tagged: they run Spark's or Delta's code over what was
+ *    judged, never SQL text of the user's (EXECUTE IMMEDIATE's statement, a SQL script's, a
+ *    streaming statement's query are judged when they are analysed);
  *  - a streaming table's stream, started by sql-ext once its statement was judged
  *    (`startStream`), and window_state()'s read of a checkpoint ([[ServerRead]]).
  */
 object ServerWork {
   private val JudgedFor = TreeNodeTag[String]("sql_ext.access.judged_for")
 
-  /** Marks every node of `plan` as judged for `user`: what runs as part of it is theirs. A
-   *  statement that holds a plan it analyses only as it runs (EXPLAIN's, DESCRIBE QUERY's) is
-   *  not marked: that analysis is judged when it comes. */
+  /** Marks the commands of `plan` that write or rewrite data by Spark's or Delta's own code
+   *  (`TrustedRuns`) as judged for `user`: what they analyse as they run is theirs. Any other
+   *  statement's analyses as it runs are judged when they come: sql-ext's streaming statements
+   *  plan the user's query then, EXPLAIN analyses its query then, a SQL function its body. */
   private[access] def judged(plan: LogicalPlan, user: String): Unit =
-    if (PlanWalk.nodes(plan).forall(_.resolved)) plan.foreach(_.setTagValue(JudgedFor, user))
+    plan.foreach { node =>
+      if (TrustedRuns(node.getClass.getSimpleName) && node.resolved) {
+        node.setTagValue(JudgedFor, user)
+      }
+    }
+
+  /** Commands whose runs analyse only plans the checks judged with them, or Spark's and
+   *  Delta's own reads and writes of the tables they judged: a CTAS's write of its new table's
+   *  files, Delta's MERGE, UPDATE and DELETE reading the files they rewrite, OPTIMIZE's and a
+   *  clone's reads, a constraint's check of the rows there are. */
+  private val TrustedRuns = Set(
+    "CreateDataSourceTableAsSelectCommand", "CreateHiveTableAsSelectCommand",
+    "OptimizedCreateHiveTableAsSelectCommand", "SaveAsV1TableCommand",
+    "InsertIntoHadoopFsRelationCommand", "InsertIntoHiveTable", "InsertIntoDataSourceCommand",
+    "InsertIntoDataSourceDirCommand", "InsertIntoHiveDirCommand", "SaveIntoDataSourceCommand",
+    "CreateTableAsSelect", "ReplaceTableAsSelect", "AppendData", "OverwriteByExpression",
+    "OverwritePartitionsDynamic", "CacheTable", "CacheTableAsSelect", "LoadDataCommand",
+    "TruncateTableCommand",
+    "CreateDeltaTableCommand", "WriteIntoDelta", "MergeIntoCommand", "DeleteCommand",
+    "UpdateCommand", "OptimizeTableCommand", "VacuumTableCommand", "RestoreTableCommand",
+    "ConvertToDeltaCommand", "DeltaReorgTableCommand", "DeltaGenerateCommand",
+    "TruncateDeltaTableCommand", "CloneTableCommand", "AlterTableAddConstraintDeltaCommand",
+    "AlterTableChangeColumnDeltaCommand", "AlterTableSetPropertiesDeltaCommand",
+    "AlterTableAddColumnsDeltaCommand", "AlterTableDropColumnsDeltaCommand")
 
   /** Whether this thread runs, for `user`, a statement the checks passed (the plan of the SQL
    *  execution it is in, or of that execution's root, is tagged for them). */

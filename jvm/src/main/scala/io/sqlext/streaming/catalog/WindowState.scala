@@ -46,7 +46,7 @@ object WindowState {
   def builder(args: Seq[Expression]): LogicalPlan = args match {
     case Seq(Literal(name, StringType)) if name != null =>
       // The checkpoint's files are the stream's table's: the server reads them for a user the
-      // table's rule lets read it (in `read`), which the checks of the files do not judge.
+      // table's rule lets read it (checkReadable), which the checks of the files do not judge.
       val session = SparkSession.active
       checkReadable(session, name.toString)
       ServerRead.of(read(session, name.toString).queryExecution.analyzed)
@@ -57,9 +57,10 @@ object WindowState {
   val registration = (FunctionIdentifier(Name), info, builder _)
 
   /** The stream's state is its table's rows to come: a user reads it only where they may read
-   *  the table (its plan reads the checkpoint, not the table, so the statement check does not). */
+   *  the table, and not where its rule filters or masks it (its plan reads the checkpoint, not
+   *  the table, so the statement check does not). */
   private def checkReadable(session: SparkSession, name: String): Unit =
-    Option(AccessChecks.tableRefusal(session, "SELECT", name))
+    Option(AccessChecks.windowStateRefusal(session, name))
       .foreach(refusal => throw SqlExtErrors.analysis("SQL_EXT_ACCESS_DENIED", refusal))
 
   /** The window state of the streaming table `name` (as a name in SQL: db.table, quoted). */
