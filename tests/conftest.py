@@ -4,6 +4,7 @@
 - One `sql-ext thriftserver`, one `sql-ext connect-server` and one Kafka broker for the whole
   run, shared by every worker (tests/shared_servers.py): each starts in the background as soon
   as a worker's collection holds a test that uses it. Tests on them keep to names of their own.
+- One signed-in Thrift server for the security suite (`secured_server`, tests/secured.py).
 - The heavy tests first (`heavy` marker; see `_heavy_first`); tests that share an expensive
   module fixture stay on one worker (`xdist_group`).
 - At the end: the 25 slowest tests (pytest's --durations) and the time per test module.
@@ -146,6 +147,19 @@ def jdbc(thrift_server, request):
         conn.cursor().execute(f"CREATE DATABASE {database}")
     return SimpleNamespace(port=thrift_server, database=database, connect=functools.partial(
         hive.connect, host="127.0.0.1", port=thrift_server, database=database))
+
+
+@pytest.fixture(scope="session")
+def secured_server(tmp_path_factory):
+    """The security suite's signed-in Thrift server (tests/secured.py), started once for the
+    modules of the xdist group "secured_server": (port, its work folder)."""
+    import secured
+    from test_catalog import _kill
+
+    work = tmp_path_factory.mktemp("secured")
+    process, port = secured.start(work)
+    yield port, work
+    _kill(process, port)
 
 
 @pytest.fixture(scope="session")

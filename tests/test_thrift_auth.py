@@ -20,62 +20,17 @@ from pathlib import Path
 import pyspark
 import pytest
 from pyhive import hive
-from test_catalog import _kill
+from secured import rewrite_rules, rules
 from test_managed_streams import _until
 
-from sql_ext.server.auth import hash_line, set_password
-from sql_ext.server.thrift import free_port, wait_for_port
+from sql_ext.server.auth import hash_line
 
 WINDOWED = ("SELECT k, WINDOW_ID() AS w, COUNT(*) AS n FROM VALUES ('a'), ('a'), ('b'), ('a') "
             "AS t(k) WINDOW TUMBLING COUNT(2) OVER (PARTITION BY k)")
 
 
-# One server for the module's tests (a module fixture), on one worker.
+# The security suite's one server (tests/secured.py, conftest's `secured_server`), on one worker.
 pytestmark = pytest.mark.xdist_group("secured_server")
-
-
-# The server's access rules: ann owns the database team, reads and appends to sales.orders and
-# runs streams in live; bob (the group analysts) reads the database sales; ops is an admin.
-RULES = {
-    "admins": ["ops"],
-    "groups": {"analysts": ["bob"]},
-    "tables": [
-        {"user": "ann", "database": "team", "privileges": ["OWNERSHIP"]},
-        {"user": "ann", "database": "sales", "table": "orders",
-         "privileges": ["SELECT", "INSERT"]},
-        {"user": "ann", "database": "live", "privileges": ["STREAM", "SELECT"]},
-        {"group": "analysts", "database": "sales", "privileges": ["SELECT"]},
-    ]}
-
-
-@pytest.fixture(scope="module")
-def secured_server(tmp_path_factory):
-    """A server with --auth password; ann's password is s3cret; root (--admin) and ops (the
-    access rules' admin) are its admins; besides its warehouse, users' paths may point into
-    <work>/landing; tables by RULES in <work>/rules.json. (port, work folder)"""
-    work = tmp_path_factory.mktemp("auth")
-    (work / "landing").mkdir()
-    passwords = work / "team.passwords"
-    cli = [sys.executable, "-m", "sql_ext.cli"]
-    added = subprocess.run([*cli, "passwd", str(passwords), "ann", "--password-stdin"],
-                           input="s3cret\n", capture_output=True, text=True, timeout=60)
-    assert added.returncode == 0, added.stderr
-    set_password(passwords, "bob", "other")
-    set_password(passwords, "root", "admin-pw")
-    set_password(passwords, "ops", "ops-pw")
-    (work / "rules.json").write_text(json.dumps(RULES))
-    assert oct(passwords.stat().st_mode & 0o777) == "0o600"
-    port = free_port()
-    with open(work / "server.log", "w") as log:
-        process = subprocess.Popen(
-            [*cli, "thriftserver", "--port", str(port), "--warehouse", str(work / "warehouse"),
-             "--auth", "password", "--password-file", str(passwords), "--admin", "root",
-             "--allow-path", str(work / "landing"),
-             "--access-rules", str(work / "rules.json")],
-            stdout=log, stderr=subprocess.STDOUT, cwd=work, start_new_session=True)
-    wait_for_port("127.0.0.1", port, timeout=120)
-    yield port, work
-    _kill(process, port)
 
 
 @pytest.fixture(scope="module")
@@ -536,10 +491,7 @@ def test_sql_functions_keep_to_the_rules(secured, sales):
 
 def _rewrite_rules(work, content):
     """The server's rules file with `content`, its time moved on (the server reads it again)."""
-    rules = work / "rules.json"
-    before = rules.stat().st_mtime
-    rules.write_text(content)
-    os.utime(rules, (before + 2, before + 2))
+    rewrite_rules(work, content)
 
 
 def test_the_rules_file_is_read_again_when_it_changes(secured_server, sales):
@@ -548,14 +500,15 @@ def test_the_rules_file_is_read_again_when_it_changes(secured_server, sales):
     _refused(bob, "SELECT * FROM secret.payroll", "tables", "bob")
 
     try:
-        _rewrite_rules(work, json.dumps({**RULES, "tables": [
-            {"user": "bob", "database": "secret", "privileges": ["SELECT"]}, *RULES["tables"]]}))
+        _rewrite_rules(work, json.dumps({**rules(work), "tables": [
+            {"user": "bob", "database": "secret", "privileges": ["SELECT"]},
+            *rules(work)["tables"]]}))
         assert _run(bob, "SELECT pay FROM secret.payroll") == [(100,)]
         _rewrite_rules(work, '{"tables": [{"user": "bob", "privileges": ["READ"]}]}')
         _refused(bob, "SELECT * FROM sales.orders", "tables", "bob",
                  "invalid since it changed")
     finally:
-        _rewrite_rules(work, json.dumps(RULES))
+        _rewrite_rules(work, json.dumps(rules(work)))
     assert _run(bob, "SELECT COUNT(*) FROM sales.customers") == [(1,)]
     _refused(bob, "SELECT * FROM secret.payroll", "tables", "bob")
 
@@ -568,8 +521,8 @@ def test_a_running_stream_stops_when_the_rules_take_its_source_away(secured_serv
     admin, ann = sales, _as(secured, "ann", "s3cret")
     _run(admin, "CREATE DATABASE IF NOT EXISTS feed")
     _run(admin, "CREATE TABLE feed.src USING DELTA AS SELECT id AS seq FROM range(4)")
-    granted = {**RULES, "tables": [
-        {"user": "ann", "database": "feed", "privileges": ["SELECT"]}, *RULES["tables"]]}
+    granted = {**rules(work), "tables": [
+        {"user": "ann", "database": "feed", "privileges": ["SELECT"]}, *rules(work)["tables"]]}
     ops = _as(secured, "ops", "ops-pw")
 
     def flow():
@@ -583,7 +536,7 @@ def test_a_running_stream_stops_when_the_rules_take_its_source_away(secured_serv
         _run(ann, "CREATE STREAMING TABLE live.flow TRIGGER EVERY 1 AS SELECT COUNT(*) AS n "
                   "FROM STREAM(feed.src) WINDOW TUMBLING COUNT(2)")
         _until(lambda: _run(ann, "SELECT SUM(n) FROM live.flow") == [(4,)], "the first windows")
-        _rewrite_rules(work, json.dumps(RULES))
+        _rewrite_rules(work, json.dumps(rules(work)))
         _run(admin, "INSERT INTO feed.src VALUES (4), (5)")
         failed = _until(lambda: (lambda s: s if s["state"] == "FAILED" else None)(flow()),
                         "the stream to stop")
@@ -592,7 +545,7 @@ def test_a_running_stream_stops_when_the_rules_take_its_source_away(secured_serv
         assert _run(admin, "SELECT SUM(n) FROM live.flow") == [(4,)]
         _refused(ann, "SELECT * FROM feed.src", "tables")
     finally:
-        _rewrite_rules(work, json.dumps(RULES))
+        _rewrite_rules(work, json.dumps(rules(work)))
         _run(ann, "DROP STREAMING TABLE IF EXISTS live.flow")
         _run(admin, "DROP DATABASE feed CASCADE")
     _sales_unchanged(sales)

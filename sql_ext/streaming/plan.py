@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from sql_ext import jvm
 from sql_ext.sql import contract
-from sql_ext.sql.errors import UnsupportedWindowError, WindowSqlError
+from sql_ext.sql.errors import AccessDeniedError, UnsupportedWindowError, WindowSqlError
 from sql_ext.sql.firings import Aggregates, aggregate_inputs, only_read_columns
 from sql_ext.sql.names import table_key
 from sql_ext.sql.transpile import LoweredWindow, lower_parts, parse, stream_source
@@ -53,9 +53,18 @@ def source_stream(spark: SparkSession, source: str) -> DataFrame:
         frame = spark.table(source)
         if frame.isStreaming:
             return frame
-    except Exception:  # noqa: BLE001 - not a view: read the table as a stream below
-        pass
+    except Exception as error:  # noqa: BLE001 - not a view: read the table as a stream below
+        # The server's access checks refuse the source itself (a path the user may not read):
+        # that is the statement's error, not a sign of a table to read as a stream.
+        if _condition(error) == AccessDeniedError.condition:
+            raise
     return spark.readStream.table(source)
+
+
+def _condition(error: Exception) -> str | None:
+    """The error condition of one of Spark's errors (pyspark's getCondition), else None."""
+    condition = getattr(error, "getCondition", None)
+    return condition() if callable(condition) else None
 
 
 def check_streaming(lowered: LoweredWindow, trigger: str | float) -> None:

@@ -3,6 +3,7 @@ package io.sqlext.access
 import io.sqlext.SqlExtErrors
 import org.apache.spark.sql.{AnalysisException, Dataset, SparkSession}
 import org.apache.spark.sql.catalyst.TableIdentifier
+import org.apache.spark.sql.catalyst.analysis.UnresolvedRelation
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 
 /**
@@ -81,6 +82,25 @@ object AccessChecks {
           s"$database.$table: the access rules filter or mask the table for $user, and it " +
           "would show what they hide"))
     }.nextOption()
+  }
+
+  /** For the session's parser (`parser.RewritingParser`): the file queries of a statement of
+   *  `session`'s checked user, judged as soon as it is parsed (csv.`/path`, also in a CTE, a
+   *  subquery, EXECUTE IMMEDIATE's statement), before Spark's analysis reads the files to learn
+   *  their schema: an error of a file read as another format could show some of its bytes. The
+   *  statement's full check follows its analysis. */
+  def parsed(session: SparkSession, plan: LogicalPlan): LogicalPlan = {
+    checkedUser(session).foreach { user =>
+      val files = PlanWalk.nodes(plan).collect {
+        case u: UnresolvedRelation if u.multipartIdentifier.length == 2 &&
+            Names.isFileFormat(u.multipartIdentifier.head) =>
+          Use.OnFiles(u.multipartIdentifier(1), FileAccess.Read, "a file query")
+      }
+      if (files.nonEmpty) {
+        refusal(session, user, files).foreach { case (rule, why) => throw refused(user, rule, why) }
+      }
+    }
+    plan
   }
 
   /** For Python, which plans streaming statements: the rule 'paths' for `session`'s user and

@@ -138,6 +138,25 @@ object ConnectGuard {
       case _ => Iterator.empty
     }
 
+  /** The repeated string field `name` of `message`. */
+  private def strings(message: Message, name: String): Seq[String] =
+    Option(message.getDescriptorForType.findFieldByName(name)).toSeq.flatMap { field =>
+      message.getField(field) match {
+        case list: java.util.List[_] => list.asScala.map(_.toString)
+        case _ => Nil
+      }
+    }
+
+  /** The map field `name` of `message` (protobuf keeps it as entries of `key` and `value`). */
+  private def map(message: Message, name: String): Map[String, String] =
+    Option(message.getDescriptorForType.findFieldByName(name)).toSeq.flatMap { field =>
+      message.getField(field) match {
+        case list: java.util.List[_] => list.asScala.collect { case entry: Message =>
+          text(entry, "key").getOrElse("") -> text(entry, "value").getOrElse("") }
+        case _ => Nil
+      }
+    }.toMap
+
   /** The string field `name` of `message`, where it is set. */
   private def text(message: Message, name: String): Option[String] =
     Option(message.getDescriptorForType.findFieldByName(name))
@@ -205,6 +224,15 @@ object ConnectGuard {
       case "spark.connect.Catalog" if AccessRules.configured && set.exists(CatalogListings) =>
         Some("tables" -> ("the catalog API's listings do not keep to the access rules: SHOW " +
           "TABLES, SHOW DATABASES and DESCRIBE TABLE do"))
+      case "spark.connect.Read.DataSource" =>
+        // Judged before Spark plans the read, which reads the files' schema: an error of a
+        // file read as another format could show some of its bytes. The plan is judged too.
+        val options = map(message, "options")
+        val paths = strings(message, "paths") ++ RelationUses.paths(options)
+        val uses = RelationUses.sourceUses(text(message, "format").getOrElse(""), options, paths)
+        if (uses.isEmpty) None
+        else AccessChecks.refusal(org.apache.spark.sql.SparkSession.getDefaultSession.get, user,
+          uses)
       case "spark.connect.MlCommand.Write" | "spark.connect.MlCommand.Read" =>
         val access = if (kind.endsWith("Write")) FileAccess.Write else FileAccess.Read
         text(message, "path").flatMap { path =>

@@ -9,7 +9,7 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
  * How the access checks read a plan: every node of it, and the values a node holds.
  *
  * `nodes` enters every nested plan: children, subqueries (in any expression), and plans that
- * commands keep as fields (a view's query, MERGE's source, a write's target, a CTAS's query),
+ * nodes keep as fields (a view's query, MERGE's source, a write's target, a CTE's definitions),
  * so that no plan shape hides a table or a path from the checks. A [[ServerRead]] is the
  * server's own read (window_state()'s of a checkpoint): its inside is not the user's.
  */
@@ -22,11 +22,8 @@ private[access] object PlanWalk {
         found += node
         node.subqueries.foreach(walk)
         node.children.foreach(walk)
-        node.productIterator.foreach {
-          case inner: LogicalPlan if !node.children.exists(_ eq inner) => walk(inner)
-          case Some(inner: LogicalPlan) if !node.children.exists(_ eq inner) => walk(inner)
-          case _ =>
-        }
+        scan(node.productIterator.toSeq, depth = 3) { case inner: LogicalPlan => inner }
+          .filterNot(inner => node.children.exists(_ eq inner)).foreach(walk)
     }
     walk(plan)
     found.result()

@@ -1,6 +1,7 @@
 package io.sqlext.parser
 
 import io.sqlext.{Contract, SqlExtErrors}
+import io.sqlext.access.AccessChecks
 import org.apache.spark.sql.catalyst.{FunctionIdentifier, TableIdentifier}
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParseException, ParserInterface}
@@ -21,17 +22,17 @@ class RewritingParser(session: SparkSession, delegate: ParserInterface)
     extends ParserInterface {
 
   override def parsePlan(sqlText: String): LogicalPlan =
-    withRewrite(sqlText, None)(delegate.parsePlan)
+    AccessChecks.parsed(session, withRewrite(sqlText, None)(delegate.parsePlan))
 
   /** `spark.sql(text, args)` and Spark Connect's parameterized SQL come here. Delta's parser
    *  (4.4), which ours wraps, drops the values on the way to Spark's; Spark's own parser then
    *  parses the statement with them (ParameterBinding.sparksOwn), so its meaning is Spark's. */
   override def parsePlanWithParameters(sqlText: String, ctx: ParameterContext): LogicalPlan =
-    withRewrite(sqlText, Some(ctx))(text =>
-      ParameterBinding.sparksOwn(delegate.parsePlanWithParameters(text, ctx), text, ctx))
+    AccessChecks.parsed(session, withRewrite(sqlText, Some(ctx))(text =>
+      ParameterBinding.sparksOwn(delegate.parsePlanWithParameters(text, ctx), text, ctx)))
 
   override def parseQuery(sqlText: String): LogicalPlan =
-    withRewrite(sqlText, None)(delegate.parseQuery)
+    AccessChecks.parsed(session, withRewrite(sqlText, None)(delegate.parseQuery))
 
   /** Spark's own parse wins whenever it succeeds (spec/sql.md section 10): a statement Spark
    *  parses, its declarative-pipeline statements included, never reaches the rewriter. */

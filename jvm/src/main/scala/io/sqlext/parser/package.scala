@@ -8,6 +8,8 @@ package io.sqlext
  * (`ParameterBinding`) and Spark's analysis errors said in the user's terms (`WindowedErrors`,
  * which `analysis` uses too).
  *
- * May import: [[io.sqlext.rewriter]], `commands` and Spark.
+ * Each parsed statement's file queries pass the access checks' first look (`access`).
+ *
+ * May import: [[io.sqlext.rewriter]], `commands`, `access` and Spark.
  */
 package object parser
