@@ -411,6 +411,12 @@ def empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:
     return DataFrame(jsession.createDataFrame(rows, jsession.parseDataType(schema.json())), spark)
 
 
+def stream_source(spark: SparkSession, source: str) -> DataFrame:
+    """The source `source` of a stream: a streaming view as it is, a table as a stream
+    (io.sqlext.access.ServerWork.streamSource)."""
+    return DataFrame(_object(spark, SERVER_WORK).streamSource(_session(spark), source), spark)
+
+
 def start_stream(writer: DataStreamWriter) -> StreamingQuery:
     """Starts `writer`'s stream as the server's work (io.sqlext.access.ServerWork): the
     streaming statement it runs for was judged already, its checkpoint with it."""

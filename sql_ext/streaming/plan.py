@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from sql_ext import jvm
 from sql_ext.sql import contract
-from sql_ext.sql.errors import AccessDeniedError, UnsupportedWindowError, WindowSqlError
+from sql_ext.sql.errors import UnsupportedWindowError, WindowSqlError
 from sql_ext.sql.firings import Aggregates, aggregate_inputs, only_read_columns
 from sql_ext.sql.names import table_key
 from sql_ext.sql.transpile import LoweredWindow, lower_parts, parse, stream_source
@@ -48,23 +48,10 @@ def windowed_select(sql: str | exp.Select) -> exp.Select:
 
 
 def source_stream(spark: SparkSession, source: str) -> DataFrame:
-    """A streaming view (e.g. over a file directory) as it is, a table as a stream."""
-    try:
-        frame = spark.table(source)
-        if frame.isStreaming:
-            return frame
-    except Exception as error:  # noqa: BLE001 - not a view: read the table as a stream below
-        # The server's access checks refuse the source itself (a path the user may not read):
-        # that is the statement's error, not a sign of a table to read as a stream.
-        if _condition(error) == AccessDeniedError.condition:
-            raise
-    return spark.readStream.table(source)
-
-
-def _condition(error: Exception) -> str | None:
-    """The error condition of one of Spark's errors (pyspark's getCondition), else None."""
-    condition = getattr(error, "getCondition", None)
-    return condition() if callable(condition) else None
+    """A streaming view (e.g. over a file directory) as it is, a table as a stream (the JVM's
+    io.sqlext.access.ServerWork.streamSource: the source as the server reads it for the
+    statement, whose query over it the access checks judge as it is planned)."""
+    return jvm.stream_source(spark, source)
 
 
 def check_streaming(lowered: LoweredWindow, trigger: str | float) -> None:

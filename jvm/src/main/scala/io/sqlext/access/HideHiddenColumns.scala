@@ -31,7 +31,7 @@ case class HideHiddenColumns(session: SparkSession) extends Rule[LogicalPlan] {
 
 object HideHiddenColumns {
   private val Listings = Set("DescribeRelation", "DescribeTableCommand", "ShowColumns",
-    "ShowColumnsCommand")
+    "ShowColumnsCommand", "ShowDeltaTableColumnsCommand")
 
   /** The columns (lower case) the first matching rule hides from `user`. */
   def hidden(user: String, db: String, table: String): Seq[String] =

@@ -231,9 +231,9 @@ object RowPolicies {
           walk(s.plan)
         }
         other.children.foreach(walk)
+        // A plan a node keeps beside its children (a view's definition): what it names.
         other.productIterator.foreach {
           case inner: LogicalPlan if !other.children.exists(_ eq inner) && inner.resolved =>
-            used ++= inner.output.map(_.exprId)
             walk(inner)
           case _ =>
         }

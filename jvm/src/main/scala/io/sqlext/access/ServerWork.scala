@@ -2,7 +2,8 @@ package io.sqlext.access
 
 import scala.util.Try
 
-import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.catalyst.analysis.UnresolvedRelation
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.execution.SQLExecution
@@ -68,6 +69,19 @@ object ServerWork {
         Option(SQLExecution.getQueryExecution(id))
           .exists(_.logical.getTagValue(JudgedFor).contains(user))
       }
+  }
+
+  /** A stream's source `name` (a table or a view, as SQL names it): a streaming view as it
+   *  is, a table read as a stream, with its rule's filter and masks. Its whole width is not the
+   *  user's result: the stream's query over it is judged as sql-ext plans it (the columns the
+   *  window reads, its tables and paths). A name of files (delta.`/path`) is judged first. */
+  def streamSource(session: SparkSession, name: String): DataFrame = {
+    AccessChecks.parsed(session, UnresolvedRelation(
+      session.sessionState.sqlParser.parseMultipartIdentifier(name)))
+    ServerRead.asServer {
+      Try(session.table(name)).toOption.filter(_.isStreaming)
+        .getOrElse(session.readStream.table(name))
+    }
   }
 
   /** Starts the stream `writer` writes: its checkpoint is the streaming table's own (judged
