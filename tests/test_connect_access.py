@@ -19,6 +19,9 @@ from sql_ext.server.thrift import free_port, wait_for_port
 
 TESTS = Path(__file__).resolve().parent
 RULES = {"tables": [
+    {"user": "ann", "database": "sales", "table": "cards", "privileges": ["SELECT"],
+     "filter": "region = 'EU'",
+     "columns": [{"name": "card", "mask": "'XX'"}, {"name": "ssn", "allow": False}]},
     {"user": "ann", "database": "sales", "privileges": ["SELECT", "INSERT"]},
     {"user": "ann", "database": "scratch", "privileges": ["OWNERSHIP"]}]}
 
@@ -70,7 +73,7 @@ def _probe(port, token, probes, user_id=None):
 
 def _refused(seen, name, *words):
     outcome, message = seen[name]
-    assert outcome == "error" and all(w in message for w in words), (name, seen[name])
+    assert outcome == "error" and all(w in message for w in words), (name, words, message[:1500])
 
 
 def test_a_connect_user_is_their_token_and_keeps_to_the_checks(server):
@@ -85,7 +88,8 @@ def test_a_connect_user_is_their_token_and_keeps_to_the_checks(server):
                    "name, 100 AS pay\")",
         # An admin may run client code (this server does not refuse it to admins).
         "udf": "spark.range(3).select(F.udf(lambda x: x * 2, 'long')('id')).collect()",
-        "read": "spark.table('secret.payroll')"})
+        "read": "spark.table('secret.payroll')",
+        })
     assert all(outcome == "ok" for outcome, _ in setup.values()), setup
     assert setup["udf"][1] == [[0], [2], [4]]
 
@@ -154,6 +158,63 @@ def test_a_connect_user_is_their_token_and_keeps_to_the_checks(server):
         "payroll": "spark.table('secret.payroll')",
         "orders": "spark.sql('SELECT COUNT(*), SUM(amount) FROM sales.orders')"})
     assert after == {"payroll": ["ok", [["ann", 100]]], "orders": ["ok", [[5, 150]]]}, after
+
+
+def test_a_connect_user_reaches_files_only_through_tables_and_rules(server):
+    """DataFrame reads and writes by path (no table's folder: every path in the warehouse, as a
+    user without a locations rule), Kafka options, and a table's row filter and column masks
+    under SQL and DataFrame plans."""
+    port, tokens, work = server
+    payroll = work / "warehouse" / "secret.db" / "payroll"
+    setup = _probe(port, tokens["root"], {
+        "dbs": "[spark.sql(f'CREATE DATABASE IF NOT EXISTS {db}') for db in "
+               "('sales', 'secret', 'scratch')]",
+        "payroll": "spark.sql(\"CREATE TABLE IF NOT EXISTS secret.payroll USING DELTA AS "
+                   "SELECT 'ann' AS name, 100 AS pay\")",
+        "mine": "spark.sql('CREATE TABLE IF NOT EXISTS scratch.mine USING DELTA AS "
+                "SELECT id FROM range(2)')",
+        "cards": "spark.sql(\"CREATE TABLE sales.cards USING DELTA AS SELECT * FROM VALUES "
+                 "(1, 'EU', '1111', '1-1'), (2, 'US', '2222', '2-2') AS t(id, region, card, "
+                 "ssn)\")"})
+    assert all(outcome == "ok" for outcome, _ in setup.values()), setup
+    seen = _probe(port, tokens["ann"], {
+        "parquet": f"spark.read.parquet({str(payroll)!r})",
+        "delta": f"spark.read.format('delta').load({str(payroll)!r})",
+        "log": f"spark.read.text({str(payroll / '_delta_log')!r})",
+        "overwrite": f"spark.range(1).write.mode('overwrite').parquet({str(payroll)!r})",
+        "save": f"spark.range(1).write.format('delta').mode('overwrite').save({str(payroll)!r})",
+        "table_path": f"spark.range(1).write.option('path', {str(payroll)!r})"
+                      ".saveAsTable('scratch.stolen')",
+        "stream": f"spark.readStream.format('delta').load({str(payroll)!r})"
+                  ".writeStream.format('memory').queryName('q').start()",
+        "checkpoint": "spark.readStream.table('scratch.mine').writeStream.option("
+                      f"'checkpointLocation', {str(payroll)!r}).toTable('scratch.sink')",
+        "kafka": "spark.read.format('kafka').option('kafka.bootstrap.servers', "
+                 "'10.1.2.3:9092').option('subscribe', 't').load()",
+        "cards_sql": "spark.sql('SELECT id, card FROM sales.cards ORDER BY id')",
+        "cards_df": "spark.table('sales.cards').select('id', 'card').orderBy('id')",
+        "cards_filter": "spark.table('sales.cards').filter(\"card = '1111'\").select('id')",
+        "cards_star": "spark.table('sales.cards')",
+        "cards_hidden": "spark.table('sales.cards').select('ssn')",
+        "after": "spark.sql('SELECT 1')"})
+    for name in ("parquet", "delta", "log", "overwrite", "save", "table_path", "stream",
+                 "checkpoint"):
+        # (Connect shortens a long message: the path, which names the table's folder, comes
+        # first.)
+        _refused(seen, name, "access rule 'paths' for user 'ann'", "payroll")
+    _refused(seen, "kafka", "access rule 'network' for user 'ann'", "10.1.2.3:9092")
+    assert seen["cards_sql"] == ["ok", [[1, "XX"]]], seen["cards_sql"]
+    assert seen["cards_df"] == ["ok", [[1, "XX"]]], seen["cards_df"]
+    assert seen["cards_filter"] == ["ok", []], seen["cards_filter"]
+    for name in ("cards_star", "cards_hidden"):
+        _refused(seen, name, "access rule 'tables' for user 'ann'",
+                 "the column ssn of sales.cards is hidden")
+    assert seen["after"] == ["ok", [[1]]]
+    after = _probe(port, tokens["root"], {
+        "payroll": "spark.table('secret.payroll')",
+        "cards": "spark.sql('SELECT id, card, ssn FROM sales.cards ORDER BY id')"})
+    assert after == {"payroll": ["ok", [["ann", 100]]],
+                     "cards": ["ok", [[1, "1111", "1-1"], [2, "2222", "2-2"]]]}, after
 
 
 def test_no_client_udfs_refuses_client_code_to_admins_too(tmp_path):
