@@ -189,6 +189,9 @@ def test_a_connect_user_reaches_files_only_through_tables_and_rules(server):
                   ".writeStream.format('memory').queryName('q').start()",
         "checkpoint": "spark.readStream.table('scratch.mine').writeStream.option("
                       f"'checkpointLocation', {str(payroll)!r}).toTable('scratch.sink')",
+        "model": "__import__('pyspark.ml.feature', fromlist=['StringIndexer']).StringIndexer("
+                 "inputCol='c', outputCol='i').fit(spark.createDataFrame([('a',)], 'c string'))"
+                 f".write().save({str(payroll / 'model')!r})",
         "kafka": "spark.read.format('kafka').option('kafka.bootstrap.servers', "
                  "'10.1.2.3:9092').option('subscribe', 't').load()",
         "cards_sql": "spark.sql('SELECT id, card FROM sales.cards ORDER BY id')",
@@ -198,7 +201,7 @@ def test_a_connect_user_reaches_files_only_through_tables_and_rules(server):
         "cards_hidden": "spark.table('sales.cards').select('ssn')",
         "after": "spark.sql('SELECT 1')"})
     for name in ("parquet", "delta", "log", "overwrite", "save", "table_path", "stream",
-                 "checkpoint"):
+                 "checkpoint", "model"):
         # (Connect shortens a long message: the path, which names the table's folder, comes
         # first.)
         _refused(seen, name, "access rule 'paths' for user 'ann'", "payroll")
