@@ -121,6 +121,28 @@ def refused(cursor, sql: str, rule: str, user: str, *naming: str) -> str:
     return message
 
 
+def dbt_as(port: int, user: str, schema: str, tmp_path: Path, monkeypatch):
+    """dbt-spark (method thrift) on the server signed in as `user`, in a copy of the example
+    project whose models go to `schema`: a function of dbt's arguments, after `dbt deps`."""
+    from dbt.cli.main import dbtRunner
+    from test_dbt import _messages, _project
+
+    project = _project(tmp_path, port, monkeypatch, schema=schema)
+    profiles = project / "profiles.yml"
+    profiles.write_text(profiles.read_text().replace(
+        "      connect_retries: 3\n",
+        f"      connect_retries: 3\n      user: {user}\n      password: {PASSWORDS[user]}\n"
+        "      auth: CUSTOM\n", 1))
+
+    def dbt(*args):
+        return dbtRunner().invoke([*args, "--project-dir", str(project), "--profiles-dir",
+                                   str(project), "--target", "thrift"])
+
+    deps = dbt("deps")
+    assert deps.success, _messages(deps)
+    return dbt
+
+
 def rewrite_rules(work: Path, content: str) -> None:
     """The server's rules file with `content`, its time moved on (the server reads it again)."""
     path = work / "rules.json"

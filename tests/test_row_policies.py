@@ -11,14 +11,14 @@ to her, and so is what would show what the rule hides (SELECT *, DESCRIBE HISTOR
 from __future__ import annotations
 
 import json
-import time
 from collections import defaultdict
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scale import examples
-from secured import as_user, refused, rewrite_rules, rules, run
+from secured import as_user, dbt_as, refused, rewrite_rules, rules, run
+from test_managed_streams import _until
 
 pytestmark = pytest.mark.xdist_group("secured_server")
 
@@ -196,16 +196,6 @@ def test_what_eve_copies_is_filtered_and_masked_and_the_table_is_hers_to_read_on
     assert run(root, "SELECT COUNT(*) FROM rp.orders") == [(8,)]
 
 
-def _until(check, what, timeout=90):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.5)
-    raise AssertionError(f"waited {timeout} s for {what}")
-
-
 def test_eve_s_streams_read_through_the_rule_as_it_is_at_each_micro_batch(
         secured_server, policies):
     port, work = secured_server
@@ -247,21 +237,9 @@ def test_eve_s_streams_read_through_the_rule_as_it_is_at_each_micro_batch(
 
 def test_dbt_through_the_server_reads_through_the_rule(secured_server, policies, tmp_path,
                                                         monkeypatch):
-    from dbt.cli.main import dbtRunner
-    from test_dbt import _messages, _project
+    from test_dbt import _messages
 
-    port, _ = secured_server
-    project = _project(tmp_path, port, monkeypatch, schema="eve_db")
-    profiles = project / "profiles.yml"
-    profiles.write_text(profiles.read_text().replace(
-        "      connect_retries: 3\n",
-        "      connect_retries: 3\n      user: eve\n      password: 3ve\n      auth: CUSTOM\n", 1))
-
-    def dbt(*args):
-        return dbtRunner().invoke([*args, "--project-dir", str(project), "--profiles-dir",
-                                   str(project), "--target", "thrift"])
-
-    assert dbt("deps").success
+    dbt = dbt_as(secured_server[0], "eve", "eve_db", tmp_path, monkeypatch)
     shown = dbt("show", "--inline", "SELECT id, card FROM rp.orders ORDER BY id",
                 "--output", "json", "--limit", "20")
     assert shown.success, _messages(shown)

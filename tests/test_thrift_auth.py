@@ -20,7 +20,7 @@ from pathlib import Path
 import pyspark
 import pytest
 from pyhive import hive
-from secured import rewrite_rules, rules
+from secured import dbt_as, rewrite_rules, rules
 from test_managed_streams import _until
 
 from sql_ext.server.auth import hash_line
@@ -553,20 +553,9 @@ def test_a_running_stream_stops_when_the_rules_take_its_source_away(secured_serv
 
 def test_dbt_through_the_server_keeps_to_the_rules(secured, sales, tmp_path, monkeypatch):
     """dbt-spark (method thrift) signed in as bob: its queries pass the same checks."""
-    from dbt.cli.main import dbtRunner
-    from test_dbt import _messages, _project
+    from test_dbt import _messages
 
-    project = _project(tmp_path, secured, monkeypatch, schema="sales")
-    profiles = project / "profiles.yml"
-    profiles.write_text(profiles.read_text().replace(
-        "      connect_retries: 3\n",
-        "      connect_retries: 3\n      user: bob\n      password: other\n      auth: CUSTOM\n", 1))
-
-    def dbt(*args):
-        return dbtRunner().invoke([*args, "--project-dir", str(project), "--profiles-dir",
-                                   str(project), "--target", "thrift"])
-
-    assert dbt("deps").success
+    dbt = dbt_as(secured, "bob", "sales", tmp_path, monkeypatch)
     shown = dbt("show", "--inline", "SELECT COUNT(*) AS n FROM sales.customers",
                 "--output", "json")
     assert shown.success, _messages(shown)

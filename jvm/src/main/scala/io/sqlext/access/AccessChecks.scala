@@ -4,6 +4,7 @@ import io.sqlext.SqlExtErrors
 import org.apache.spark.sql.{AnalysisException, Dataset, SparkSession}
 import org.apache.spark.sql.catalyst.TableIdentifier
 import org.apache.spark.sql.catalyst.analysis.UnresolvedRelation
+import org.apache.spark.sql.catalyst.plans.logical.InsertIntoStatement
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 
 /**
@@ -91,7 +92,10 @@ object AccessChecks {
    *  statement's full check follows its analysis. */
   def parsed(session: SparkSession, plan: LogicalPlan): LogicalPlan = {
     checkedUser(session).foreach { user =>
-      val files = PlanWalk.nodes(plan).collect {
+      // An INSERT's target is written, not read: the full check judges it.
+      val nodes = PlanWalk.nodes(plan)
+      val targets = nodes.collect { case i: InsertIntoStatement => i.table }
+      val files = nodes.filterNot(n => targets.exists(_ eq n)).collect {
         case u: UnresolvedRelation if u.multipartIdentifier.length == 2 &&
             Names.isFileFormat(u.multipartIdentifier.head) =>
           Use.OnFiles(u.multipartIdentifier(1), FileAccess.Read, "a file query")

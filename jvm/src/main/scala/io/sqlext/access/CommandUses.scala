@@ -99,7 +99,8 @@ private[access] object CommandUses {
   private val Metadata = Map("ShowCreateTable" -> "SHOW CREATE TABLE",
     "ShowCreateTableCommand" -> "SHOW CREATE TABLE",
     "ShowCreateTableAsSerdeCommand" -> "SHOW CREATE TABLE",
-    "DescribeDeltaHistoryCommand" -> "DESCRIBE HISTORY", "DescribeDeltaHistory" -> "DESCRIBE HISTORY",
+    "DescribeDeltaHistoryCommand" -> "DESCRIBE HISTORY",
+    "DescribeDeltaHistory" -> "DESCRIBE HISTORY",
     "DescribeColumn" -> "DESCRIBE of a column", "DescribeColumnCommand" -> "DESCRIBE of a column")
 
   private val Databases = Map("CreateNamespace" -> Privilege.Create,
@@ -216,8 +217,10 @@ private[access] object CommandUses {
     /** A table's own location: given by the statement (an external table), not the catalog's
      *  managed place. */
     def stated(value: Any): Seq[String] = value match {
-      case s: CatalogStorageFormat => s.locationUri.map(_.toString).toSeq ++ s.properties.get("path")
-      case t: CatalogTable if t.tableType == CatalogTableType.EXTERNAL && !Names.isPath(t.identifier) =>
+      case s: CatalogStorageFormat =>
+        s.locationUri.map(_.toString).toSeq ++ s.properties.get("path")
+      case t: CatalogTable
+          if t.tableType == CatalogTableType.EXTERNAL && !Names.isPath(t.identifier) =>
         stated(t.storage)
       case Some(t: CatalogTable) => stated(t)
       case _ => Nil
@@ -321,7 +324,8 @@ private[access] object CommandUses {
       val paths = (identified ++ Names.deltaPaths(fields)).distinct
       val access = if (Reads(name) || name == "CloneTableCommand") FileAccess.Read
         else FileAccess.Write
-      val what = if (name == "CloneTableCommand") "a clone's source" else "a table named by its path"
+      val what =
+        if (name == "CloneTableCommand") "a clone's source" else "a table named by its path"
       if (name == "CreateDeltaTableCommand") Nil  // its table: `locations`
       else paths.map(Use.OnFiles(_, access, what))
     }

@@ -213,7 +213,8 @@ object ConnectGuard {
     lazy val set = message.getAllFields.asScala.keys.map(_.getName).toSet
     kind match {
       case _ if ClientCode(kind) =>
-        Some("code" -> "a function or data source defined by the client runs its code in the server")
+        Some("code" ->
+          "a function or data source defined by the client runs its code in the server")
       case _ if !checked => None
       case "spark.connect.ExecuteExternalCommand" =>
         Some("jvm" -> "an external command runs through a connector of the client's choosing")

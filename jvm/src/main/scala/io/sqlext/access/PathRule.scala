@@ -38,7 +38,10 @@ private[access] object PathRule {
       case Right(rules) =>
         val rulesFirst = rules.map(r => (r.path, r.privileges)) ++
           AccessPolicy.allowedPaths.map(_ -> FileAccess.all.toSet)
-        rulesFirst.find { case (path, _) => Folder.of(path, conf).exists(_.contains(folder)) } match {
+        val holding = rulesFirst.find { case (path, _) =>
+          Folder.of(path, conf).exists(_.contains(folder))
+        }
+        holding match {
           case Some((_, privileges)) if privileges(use.access) => None
           case Some((path, privileges)) => Some(s"$named: ${use.access} is not among the " +
             s"privileges that the first locations rule for '$path' gives $user " +

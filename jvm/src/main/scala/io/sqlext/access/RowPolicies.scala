@@ -198,13 +198,16 @@ object RowPolicies {
           .map(_ -> alias.exprId)
       }.flatten
       case union: org.apache.spark.sql.catalyst.plans.logical.Union =>
-        union.children.flatMap(_.output.zip(union.output).map { case (c, u) => c.exprId -> u.exprId })
+        union.children.flatMap(_.output.zip(union.output).map { case (c, u) =>
+          c.exprId -> u.exprId
+        })
       case _ => Nil
     }
     var grown = true
     while (grown) {
-      val more = renamed.collect { case (from, to) if hidden.contains(from) && !hidden.contains(to) =>
-        to -> hidden(from) }
+      val more = renamed.collect {
+        case (from, to) if hidden.contains(from) && !hidden.contains(to) => to -> hidden(from)
+      }
       more.foreach { case (to, mask) => hidden(to) = mask }
       grown = more.nonEmpty
     }
@@ -261,7 +264,10 @@ object RowPolicies {
     case _: Attribute => true
     case Alias(child, name) => child match {
       case a: Attribute => a.name.equalsIgnoreCase(name)
-      case c: Cast => c.child match { case a: Attribute => a.name.equalsIgnoreCase(name); case _ => false }
+      case c: Cast => c.child match {
+        case a: Attribute => a.name.equalsIgnoreCase(name)
+        case _ => false
+      }
       case u: org.apache.spark.sql.catalyst.expressions.UpCast =>
         u.child match { case a: Attribute => a.name.equalsIgnoreCase(name); case _ => false }
       case _ => false
@@ -273,7 +279,10 @@ object RowPolicies {
 /** The optimizer's step that puts the access rules' row filters and column masks in place of
  *  their placeholders ([[RowPolicies]]), as the rules are now. */
 case class ApplyRowPolicies(session: SparkSession) extends Rule[LogicalPlan] {
-  override def apply(plan: LogicalPlan): LogicalPlan = plan.transformAllExpressions {
+  override def apply(plan: LogicalPlan): LogicalPlan =
+    if (!AccessRules.configured ||
+        plan.collectWithSubqueries { case b: RowPolicyBarrier => b }.isEmpty) plan
+    else plan.transformAllExpressions {
     case filter: RowFilterOf => RowPolicies.filterNow(session, filter)
     case mask: ColumnMaskOf => RowPolicies.maskNow(session, mask)
   }

@@ -33,7 +33,8 @@ case class RowPolicyBarrier(output: Seq[Attribute], values: Seq[Expression], chi
 /** Plans a [[RowPolicyBarrier]] as Spark's projection. */
 object RowPolicyStrategy extends SparkStrategy {
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
-    case barrier: RowPolicyBarrier => ProjectExec(barrier.projectList, planLater(barrier.child)) :: Nil
+    case barrier: RowPolicyBarrier =>
+      ProjectExec(barrier.projectList, planLater(barrier.child)) :: Nil
     case _ => Nil
   }
 }

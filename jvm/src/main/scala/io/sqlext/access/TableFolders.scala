@@ -1,10 +1,13 @@
 package io.sqlext.access
 
+import java.util.concurrent.atomic.{AtomicBoolean, AtomicLong, AtomicReference}
+
 import scala.util.control.NonFatal
 
 import io.sqlext.Contract
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.catalog.CatalogTableType
+import org.apache.spark.sql.catalyst.catalog.{CatalogTableType, ExternalCatalogEvent,
+  ExternalCatalogEventListener}
 
 /**
  * The folders that belong to the catalog: the warehouse, each database's folder, each table's
@@ -12,16 +15,53 @@ import org.apache.spark.sql.catalyst.catalog.CatalogTableType
  * are reached through their tables only, by name, where the access rules apply: a path that
  * lies in one of them, or holds one, is refused to a user who is not an admin (`PathRule`).
  *
- * Read from the catalog for each statement that names a path (one metastore call per database
- * for its tables), so a table made a moment ago by another session or process counts at once.
+ * Read from the catalog when a statement names a path, and kept until the catalog changes
+ * (`all`).
  */
 object TableFolders {
   /** `folder` belongs to `owner` (as a refusal names it: "table sales.readings"); `table` is
    *  the table it is a folder of, if it is one. */
   final case class Owned(folder: Folder, owner: String, table: Option[(String, String)])
 
-  /** Every folder of the catalog of `session`, tables' folders and checkpoints first. */
+  /** Every folder of the catalog of `session`, tables' folders and checkpoints first. Kept
+   *  between statements (a listing is one metastore call per database) until the catalog
+   *  changes: every change this process makes to it (a table or database created, dropped,
+   *  renamed or altered, a streaming table's checkpoint recorded) drops the list before the
+   *  change, and the list is read again after `Fresh` at the latest, for the changes another
+   *  process makes to a shared metastore. */
   def all(session: SparkSession): Seq[Owned] = {
+    val catalog = session.sharedState.externalCatalog
+    if (listening.compareAndSet(false, true)) {
+      catalog.addListener(new ExternalCatalogEventListener {
+        override def onEvent(event: ExternalCatalogEvent): Unit = changed()
+      })
+    }
+    val seen = generation.get
+    cached.get match {
+      case Some(Listed(at, owned, of)) if of == seen &&
+          System.nanoTime - at < Fresh.toNanos => owned
+      case _ =>
+        val owned = read(session)
+        // Tagged with the generation it was read at: a change meanwhile makes it stale.
+        cached.set(Some(Listed(System.nanoTime, owned, seen)))
+        owned
+    }
+  }
+
+  private final case class Listed(at: Long, owned: Seq[Owned], generation: Long)
+  private val cached = new AtomicReference[Option[Listed]](None)
+  private val generation = new AtomicLong()
+  private val listening = new AtomicBoolean(false)
+
+  /** How long a listing stands for changes of another process to a shared metastore. */
+  private val Fresh = java.time.Duration.ofSeconds(2)
+
+  private def changed(): Unit = {
+    generation.incrementAndGet()
+    cached.set(None)
+  }
+
+  private def read(session: SparkSession): Seq[Owned] = {
     val conf = session.sessionState.newHadoopConf()
     val catalog = session.sharedState.externalCatalog
     val databases = catalog.listDatabases()
