@@ -164,11 +164,16 @@ def delta_batch_append(rows: DataFrame, path: str, app_id: str, batch_id: int) -
         rows._jdf, path, app_id, batch_id, app_id))
 
 
-def stream_session(spark: SparkSession, settings: dict[str, str]) -> SparkSession:
+def stream_session(spark: SparkSession, settings: dict[str, str], owner: str = "") -> SparkSession:
     """A session of its own for a stream: a copy of `spark` (its temporary views, functions and
-    settings), with `settings` where `spark` does not set them. `spark` is left as it is."""
+    settings), with `settings` where `spark` does not set them, whose statements are those of
+    `spark`'s signed-in user, or of `owner` where one is given. `spark` is left as it is."""
     jcopy = _session(spark).cloneSession()
-    _object(spark, SESSION_USERS).inherit(_session(spark), jcopy)  # the same user's stream
+    users = _object(spark, SESSION_USERS)
+    if owner:
+        users.runAs(jcopy, owner)  # the streaming table's owner's stream
+    else:
+        users.inherit(_session(spark), jcopy)  # the same user's stream
     copy = SparkSession(spark.sparkContext, jcopy)
     for key, value in settings.items():
         if spark.conf.get(key, None) is None:

@@ -200,23 +200,33 @@ def test_eve_s_streams_read_through_the_rule_as_it_is_at_each_micro_batch(
         secured_server, policies):
     port, work = secured_server
     eve, root = as_user(port, "eve"), policies[0]
-    run(eve, "CREATE STREAMING TABLE eve_db.sums TRIGGER EVERY 1 AS SELECT region, "
-             "WINDOW_ID() AS w, SUM(amount) AS total, MAX(card) AS c FROM STREAM(rp.orders) "
-             "WINDOW TUMBLING COUNT(1) OVER (PARTITION BY region)")
-    run(eve, "CREATE STREAMING TABLE eve_db.names TRIGGER EVERY 1 AS SELECT COUNT(*) AS n "
-             "FROM STREAM(rp.regions) WINDOW TUMBLING COUNT(1)")
-    visible = seen_by_eve()
-    first = sorted((r["region"], r["amount"], r["card"]) for r in visible)
-    sums = "SELECT region, total, c FROM eve_db.sums ORDER BY region, total"
-    _until(lambda: run(eve, sums) == first, "the first micro-batch")
-    changed = rules(work)
-    for rule in changed["tables"]:
-        if rule.get("user") == "eve" and rule.get("table") == "orders":
-            rule["filter"], rule["columns"] = "region = 'US'", [{"name": "card", "mask": "'XX'"}]
-    changed["tables"].insert(0, {"user": "eve", "database": "rp", "table": "regions",
-                                 "privileges": ["SELECT"], "filter": "region <> 'EU'"})
-    rewrite_rules(work, json.dumps(changed))
     try:
+        # A stream reads with its owner's rights, whoever starts it: the admin's REFRESH of
+        # eve's streaming table reads through her rule.
+        run(eve, "CREATE STREAMING TABLE eve_db.cards AS SELECT id, MAX(card) AS c FROM "
+                 "STREAM(rp.orders) WINDOW TUMBLING COUNT(1) OVER (PARTITION BY id)")
+        extra = [(12, "US", "7777777777777777", "7", "m", 120),
+                 (13, "EU", "8888888888881234", "8", "m", 130)]
+        run(root, f"INSERT INTO rp.orders VALUES {_values(extra)}")
+        run(root, "REFRESH STREAMING TABLE eve_db.cards")
+        assert run(root, "SELECT id, c FROM eve_db.cards WHERE id > 8 ORDER BY id") == [
+            (13, "****1234")]
+        run(eve, "CREATE STREAMING TABLE eve_db.sums TRIGGER EVERY 1 AS SELECT region, "
+                 "WINDOW_ID() AS w, SUM(amount) AS total, MAX(card) AS c "
+                 "FROM STREAM(rp.orders) WINDOW TUMBLING COUNT(1) OVER (PARTITION BY region)")
+        run(eve, "CREATE STREAMING TABLE eve_db.names TRIGGER EVERY 1 AS SELECT COUNT(*) AS n "
+                 "FROM STREAM(rp.regions) WINDOW TUMBLING COUNT(1)")
+        first = sorted((r["region"], r["amount"], r["card"]) for r in seen_by_eve(ROWS + extra))
+        sums = "SELECT region, total, c FROM eve_db.sums ORDER BY region, total"
+        _until(lambda: run(eve, sums) == first, "the first micro-batch")
+        changed = rules(work)
+        for rule in changed["tables"]:
+            if rule.get("user") == "eve" and rule.get("table") == "orders":
+                rule["filter"] = "region = 'US'"
+                rule["columns"] = [{"name": "card", "mask": "'XX'"}]
+        changed["tables"].insert(0, {"user": "eve", "database": "rp", "table": "regions",
+                                     "privileges": ["SELECT"], "filter": "region <> 'EU'"})
+        rewrite_rules(work, json.dumps(changed))
         run(root, "INSERT INTO rp.orders VALUES (10, 'EU', '1', '1', 'eve', 100), "
                   "(11, 'US', '2', '2', 'n', 110)")
         run(root, "INSERT INTO rp.regions VALUES ('LATAM', 'Latin America')")
@@ -229,8 +239,8 @@ def test_eve_s_streams_read_through_the_rule_as_it_is_at_each_micro_batch(
         assert "the access rules now filter or mask rp.regions for eve" in stopped[0][14]
     finally:
         rewrite_rules(work, json.dumps(rules(work)))
-        run(eve, "DROP STREAMING TABLE IF EXISTS eve_db.sums")
-        run(eve, "DROP STREAMING TABLE IF EXISTS eve_db.names")
+        for table in ("sums", "names", "cards"):
+            run(eve, f"DROP STREAMING TABLE IF EXISTS eve_db.{table}")
         run(root, "DELETE FROM rp.orders WHERE id > 8")
         run(root, "DELETE FROM rp.regions WHERE region = 'LATAM'")
 

@@ -319,7 +319,7 @@ def start_refresh(spark: SparkSession, name: str) -> StreamingQuery:
         if runs.running(spark, entry) is not None:
             raise StreamingTableError(f"REFRESH STREAMING TABLE {name}: the stream is running, "
                                       "and it already reads what arrives: STOP STREAM it first")
-        own = own_session(spark)
+        own = own_session(spark, entry.owner)
         definition = entry.definition
         plan = plan_stream(own, entry.name, definition.query, AVAILABLE_NOW,
                            definition.checkpoint)
@@ -354,7 +354,7 @@ def resume(spark: SparkSession) -> list[str]:
             with managing(entry.key):
                 if runs.running(spark, entry) is not None:
                     continue
-                own = own_session(spark)
+                own = own_session(spark, entry.owner)
                 plan = plan_stream(own, entry.name, definition.query, definition.trigger,
                                    definition.checkpoint)
                 runner.start(own, entry, plan, definition.trigger)

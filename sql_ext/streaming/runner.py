@@ -53,11 +53,13 @@ class Background:
         return self._value
 
 
-def own_session(spark: SparkSession) -> SparkSession:
+def own_session(spark: SparkSession, owner: str = "") -> SparkSession:
     """The session a stream is planned and runs in: a copy of the caller's (its settings, views
     and functions) with STREAM_SETTINGS where the caller does not set them. The caller's
-    session is never changed."""
-    return jvm.stream_session(spark, STREAM_SETTINGS)
+    session is never changed. It runs as the caller's signed-in user, or as `owner` where one
+    is given: the streaming table's owner, whose rights (the access rules, their row filters
+    and column masks) a REFRESH or a resumed stream reads with, whoever starts it."""
+    return jvm.stream_session(spark, STREAM_SETTINGS, owner)
 
 
 def start(spark: SparkSession, entry: Entry, plan: StreamPlan,

@@ -13,8 +13,9 @@ import org.apache.spark.sql.{SQLContext, SparkSession}
  * Who sent a session's statements. A Thrift server's client session: the user the server
  * signed in, read from the server's own records each time (the session manager's session for
  * the handle whose SQL context is this session), so no setting and no statement can change it.
- * A session that sql-ext copies for a user's stream (`inherit`) keeps that user. Any other
- * session (the server's own, a stream's) has no user.
+ * A session that sql-ext copies for a user's stream (`inherit`) keeps that user; one for a
+ * streaming table's stream started for another (`runAs`) is its owner's. Any other session
+ * (the server's own, a stream's) has no user.
  */
 object SessionUsers {
   private val servers = new CopyOnWriteArrayList[HiveServer2]()
@@ -32,6 +33,14 @@ object SessionUsers {
   /** `copy` runs `parent`'s statements for the same user (a stream's own session). */
   def inherit(parent: SparkSession, copy: SparkSession): Unit =
     userOf(parent).foreach(copies.put(copy, _))
+
+  /** `copy` runs a streaming table's stream as its owner `user` (a REFRESH, a stream resumed
+   *  as the server starts): its reads are the owner's, whoever starts it. Called by sql-ext's
+   *  Python in the server's own process, never from SQL. */
+  def runAs(copy: SparkSession, user: String): Unit =
+    // A table made outside sign-in is owned by the server's operating-system user: the
+    // operator's, whose streams run unchecked as the server's own.
+    if (user != copy.sparkContext.sparkUser) copies.put(copy, user)
 
   /** The user of `session`: Some(name) for a client's session, else None. */
   def userOf(session: SparkSession): Option[String] =
