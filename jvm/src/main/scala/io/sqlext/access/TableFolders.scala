@@ -1,13 +1,13 @@
 package io.sqlext.access
 
-import java.util.concurrent.atomic.{AtomicBoolean, AtomicLong, AtomicReference}
+import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
 
 import scala.util.control.NonFatal
 
 import io.sqlext.Contract
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.catalog.{CatalogTableType, ExternalCatalogEvent,
-  ExternalCatalogEventListener}
+  ExternalCatalogEventListener, ExternalCatalogWithListener}
 
 /**
  * The folders that belong to the catalog: the warehouse, each database's folder, each table's
@@ -31,34 +31,40 @@ object TableFolders {
    *  process makes to a shared metastore. */
   def all(session: SparkSession): Seq[Owned] = {
     val catalog = session.sharedState.externalCatalog
-    if (listening.compareAndSet(false, true)) {
-      catalog.addListener(new ExternalCatalogEventListener {
-        override def onEvent(event: ExternalCatalogEvent): Unit = changed()
-      })
-    }
+    listen(catalog)
     val seen = generation.get
     cached.get match {
-      case Some(Listed(at, owned, of)) if of == seen &&
-          System.nanoTime - at < Fresh.toNanos => owned
+      case Some(Listed(of, at, owned, listedAt)) if (of eq catalog) &&
+          listedAt == seen && System.nanoTime - at < Fresh.toNanos => owned
       case _ =>
         val owned = read(session)
         // Tagged with the generation it was read at: a change meanwhile makes it stale.
-        cached.set(Some(Listed(System.nanoTime, owned, seen)))
+        cached.set(Some(Listed(catalog, System.nanoTime, owned, seen)))
         owned
     }
   }
 
-  private final case class Listed(at: Long, owned: Seq[Owned], generation: Long)
+  /** A listing of the catalog `of`, read at `at` (nanoseconds), at `generation`. */
+  private final case class Listed(of: AnyRef, at: Long, owned: Seq[Owned], generation: Long)
   private val cached = new AtomicReference[Option[Listed]](None)
   private val generation = new AtomicLong()
-  private val listening = new AtomicBoolean(false)
+  private val listened = java.util.Collections.newSetFromMap(
+    new java.util.WeakHashMap[ExternalCatalogWithListener, java.lang.Boolean]())
 
   /** How long a listing stands for changes of another process to a shared metastore. */
   private val Fresh = java.time.Duration.ofSeconds(2)
 
-  private def changed(): Unit = {
-    generation.incrementAndGet()
-    cached.set(None)
+  /** Every change to `catalog` (a SparkContext's; the events come before and after each
+   *  change, on the thread that makes it) drops the listing. */
+  private def listen(catalog: ExternalCatalogWithListener): Unit = listened.synchronized {
+    if (listened.add(catalog)) {
+      catalog.addListener(new ExternalCatalogEventListener {
+        override def onEvent(event: ExternalCatalogEvent): Unit = {
+          generation.incrementAndGet()
+          cached.set(None)
+        }
+      })
+    }
   }
 
   private def read(session: SparkSession): Seq[Owned] = {
