@@ -9,7 +9,8 @@ Streaming queries (bench_streaming.py) run against Spark's own streaming windows
 then the state after 1x and 10x input, the latency at 10K rows/s (bench_latency.py), and LATE
 ROWS INTO and EMIT FINAL against the same query without them (bench_late.py, `--only late`).
 The statements of a small streaming table, Delta's snapshot state in one partition against two
-(bench_small.py, `--only small`).
+(bench_small.py, `--only small`); a row's way to its window, one row at a time, against Spark's
+stateless Delta-to-Delta stream (bench_row_latency.py, `--only latency`).
 Data is written once as Parquet under .cache/bench so every query scans the same files.
 """
 
@@ -30,6 +31,7 @@ from sql_ext.udaf import reduce_windows
 
 import bench_latency  # noqa: E402 - beside this script
 import bench_late  # noqa: E402
+import bench_row_latency  # noqa: E402
 import bench_small  # noqa: E402
 import bench_streaming  # noqa: E402
 
@@ -162,10 +164,11 @@ def main() -> int:
     spark = sql_ext.session(conf={"spark.sql.shuffle.partitions": "8",
                                   "spark.driver.memory": "8g"})
     spark.sparkContext.setLogLevel("ERROR")
-    make_data(spark, args.rows, args.keys)
-    print(f"rows={args.rows:,} keys={args.keys:,} local[2]", flush=True)
     wanted = set(args.only or ["count", "delta", "udaf", "sliding", "eviction", "panes",
-                               "streaming", "late", "small"])
+                               "streaming", "late", "small", "latency"])
+    if wanted - {"small", "latency"}:  # those make tables of their own
+        make_data(spark, args.rows, args.keys)
+    print(f"rows={args.rows:,} keys={args.keys:,} local[2]", flush=True)
     r = args.repeat
 
     if "count" in wanted or "delta" in wanted:
@@ -227,6 +230,8 @@ def main() -> int:
                              args.stream_parts, args.stream_repeat)
     if "small" in wanted:
         bench_small.benchmark(spark)
+    if "latency" in wanted:
+        bench_row_latency.benchmark(spark)
     spark.stop()
     return 0
 
