@@ -273,3 +273,20 @@ def test_delta_s_own_reads_and_writes_of_a_user_s_tables_pass(secured_server, ca
     assert run(dan, "SELECT COUNT(*) FROM dan_db.work_pq") == [(3,)]
     assert run(dan, "SELECT COUNT(*) FROM dan_db.work VERSION AS OF 0") == [(10,)]
     _unchanged(catalog)
+
+
+def test_a_table_is_created_again_at_its_own_folder_however_it_is_named(secured_server,
+                                                                         catalog):
+    """CREATE OR REPLACE names the table's own folder: in any letter case, without its
+    database (the session's current one)."""
+    port, _ = secured_server
+    dan = as_user(port, "dan")
+    mine = catalog["files"] / "mine" / "again"
+    run(dan, f"CREATE TABLE dan_db.again USING DELTA LOCATION '{mine}' AS SELECT 1 AS a")
+    run(dan, f"CREATE OR REPLACE TABLE DAN_DB.Again USING DELTA LOCATION '{mine}' AS "
+             "SELECT 2 AS a")
+    run(dan, "USE dan_db")
+    run(dan, f"CREATE OR REPLACE TABLE again USING DELTA LOCATION '{mine}' AS SELECT 3 AS a")
+    assert run(dan, "SELECT * FROM dan_db.again") == [(3,)]
+    refused(dan, f"CREATE OR REPLACE TABLE other USING DELTA LOCATION '{mine}' AS "
+                 "SELECT 4 AS a", "paths", "dan", "table dan_db.again")

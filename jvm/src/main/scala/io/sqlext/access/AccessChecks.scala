@@ -1,5 +1,7 @@
 package io.sqlext.access
 
+import java.util.Locale
+
 import io.sqlext.SqlExtErrors
 import org.apache.spark.sql.{AnalysisException, Dataset, SparkSession}
 import org.apache.spark.sql.catalyst.TableIdentifier
@@ -68,7 +70,12 @@ object AccessChecks {
         Some("settings" -> s"SET $key: a session may set only ${AllowedSettings.names
           .mkString(", ")}")
       case Use.Sets(_) => None
-      case files: Use.OnFiles => PathRule.refusal(user, files, conf, owned).map("paths" -> _)
+      case files: Use.OnFiles =>
+        // The table a statement defines, as the catalog names it (its database, lower case).
+        val defines = files.defines.map { case (db, t) =>
+          ((if (db.isEmpty) current else db).toLowerCase(Locale.ROOT), t.toLowerCase(Locale.ROOT))
+        }
+        PathRule.refusal(user, files.copy(defines = defines), conf, owned).map("paths" -> _)
       case network @ (_: Use.Connects | _: Use.ConnectionOption) =>
         NetworkRule.refusal(user, network).map("network" -> _)
       case Use.OnTable(privilege, db, table) =>
