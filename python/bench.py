@@ -10,7 +10,9 @@ then the state after 1x and 10x input, the latency at 10K rows/s (bench_latency.
 ROWS INTO and EMIT FINAL against the same query without them (bench_late.py, `--only late`).
 The statements of a small streaming table, Delta's snapshot state in one partition against two
 (bench_small.py, `--only small`); a row's way to its window, one row at a time, against Spark's
-stateless Delta-to-Delta stream (bench_row_latency.py, `--only latency`).
+stateless Delta-to-Delta stream, with a profile of the micro-batch (bench_row_latency.py), and
+20 small streams on one Thrift server against 20 of Spark's (bench_many_streams.py), both
+`--only latency`.
 Data is written once as Parquet under .cache/bench so every query scans the same files.
 """
 
@@ -31,6 +33,7 @@ from sql_ext.udaf import reduce_windows
 
 import bench_latency  # noqa: E402 - beside this script
 import bench_late  # noqa: E402
+import bench_many_streams  # noqa: E402
 import bench_row_latency  # noqa: E402
 import bench_small  # noqa: E402
 import bench_streaming  # noqa: E402
@@ -232,6 +235,7 @@ def main() -> int:
         bench_small.benchmark(spark)
     if "latency" in wanted:
         bench_row_latency.benchmark(spark)
+        bench_many_streams.benchmark(spark)
     spark.stop()
     return 0
 

@@ -11,6 +11,13 @@ measures). Besides the latencies (p50, p95), per micro-batch with a row: Spark's
 stream (its progress' durationMs), the CPU-seconds of the driver's JVM and of Python, and for
 the streaming table the parts of its micro-batch that sql-ext's Python runs (the access rules'
 check, the job that computes and observes the firings, the write, the run's figures).
+
+Then each stream alone again, measured as a user who waits for the window's row would: until a
+query of the target finds it, polled every 20 ms. And, for each stream alone, a profile of its
+small micro-batches: Spark's jobs and stages a micro-batch runs (from Spark's own status store:
+each job's wall time, each stage's task CPU) and Java Flight Recorder's samples of the driver's
+JVM, summed by the layer they are in (Delta's log and commit, the state store, Catalyst's
+analysis, optimization and planning, code generation, Py4J, sql-ext's own code, ...).
 """
 
 from __future__ import annotations
@@ -25,9 +32,11 @@ from pathlib import Path
 
 from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
 
+import bench_profile  # beside this script
 from sql_ext import jvm
 from sql_ext.streaming import runner, runs, sink
 
+LABELS = {"floor": "Spark's stateless Delta -> Delta", "ours": "streaming table COUNT(1)"}
 PHASES = ("latestOffset", "getBatch", "queryPlanning", "addBatch", "walCommit",
           "commitOffsets", "triggerExecution")
 
@@ -37,10 +46,11 @@ def _commits(log: Path) -> int:
 
 
 def _cpu(spark) -> float:
-    """CPU-seconds so far of the driver's JVM and of this Python process."""
+    """CPU-seconds so far of the driver's JVM (with the processes it started and waited for)
+    and of this Python process."""
     pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    jvm_seconds = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    jvm_seconds = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
     return jvm_seconds + sum(os.times()[:2])
 
 
@@ -82,6 +92,15 @@ def _append(spark, source: str, logs: dict[str, Path], value: int) -> dict[str, 
     return took
 
 
+def _found(spark, source: str, target: str, value: int) -> float:
+    """Appends one row; the seconds until a query of the target finds it (every 20 ms)."""
+    spark.sql(f"INSERT INTO {source} VALUES ('a', {value})")
+    started = time.perf_counter()
+    while not spark.sql(f"SELECT 1 FROM {target} WHERE v = {value} LIMIT 1").collect():
+        time.sleep(0.02)
+    return time.perf_counter() - started
+
+
 def _quantiles(values: list[float]) -> tuple[float, float]:
     ordered = sorted(values)
     return statistics.median(ordered), ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
@@ -109,6 +128,7 @@ def benchmark(spark, rows: int = 40, trigger: float = 0.1) -> dict:
     parts.wrap(runner, "_written", "the run's figures")
     checkpoint = tempfile.mkdtemp(prefix="lat-floor-")
     streams = {}
+    profiles = {}
 
     def start(key: str) -> None:
         if key == "floor":
@@ -125,6 +145,7 @@ def benchmark(spark, rows: int = 40, trigger: float = 0.1) -> dict:
     value = iter(range(10**9))
     latencies: dict[str, list[float]] = {"floor": [], "ours": []}
     alone: dict[str, list[float]] = {"floor": [], "ours": []}
+    found: dict[str, list[float]] = {"floor": [], "ours": []}
     cpu: dict[str, float] = {}
     try:
         start("floor")
@@ -138,16 +159,26 @@ def benchmark(spark, rows: int = 40, trigger: float = 0.1) -> dict:
                     for key, query in streams.items()}
         for part in parts.seconds.values():
             part.clear()
-        for key in ("floor", "ours"):  # each alone: its CPU per row
+        for key in ("floor", "ours"):  # each alone: its CPU per row, a profile, found by a query
             other = "ours" if key == "floor" else "floor"
             streams[other].stop()
             if not streams[key].isActive:
                 streams[key] = None
                 start(key) if key == "floor" else streams.__setitem__(key, _restart(spark, ours))
+            for _ in range(3):  # (the restarted stream's first micro-batches)
+                _append(spark, source, {key: logs[key]}, next(value))
             used = _cpu(spark)
             for _ in range(rows):
                 alone[key].append(_append(spark, source, {key: logs[key]}, next(value))[key])
             cpu[key] = (_cpu(spark) - used) / rows
+            since_job = bench_profile.last_job(spark)  # the profile: rows of its own
+            with bench_profile.FlightRecording(spark, f"latency-{key}") as recording:
+                for _ in range(rows // 2):
+                    _append(spark, source, {key: logs[key]}, next(value))
+            profiles[key] = (recording, since_job, str(streams[key].runId))
+            target = floor_table if key == "floor" else ours
+            for _ in range(rows):
+                found[key].append(_found(spark, source, target, next(value)))
     finally:
         parts.undo()
         for query in streams.values():
@@ -157,16 +188,23 @@ def benchmark(spark, rows: int = 40, trigger: float = 0.1) -> dict:
         for table in (source, floor_table):
             spark.sql(f"DROP TABLE IF EXISTS {table}")
 
-    labels = {"floor": "Spark's stateless Delta -> Delta", "ours": "streaming table COUNT(1)"}
     for key in ("floor", "ours"):
         p50, p95 = _quantiles(latencies[key])
         a50, a95 = _quantiles(alone[key])
-        print(f"  {labels[key]:34s} side by side: p50 {p50:.3f} s  p95 {p95:.3f} s; alone: "
-              f"p50 {a50:.3f} s  p95 {a95:.3f} s, CPU {cpu[key]:.2f} s a row\n"
+        q50, q95 = _quantiles(found[key])
+        print(f"  {LABELS[key]:34s} to the commit, side by side: p50 {p50:.3f} s  p95 {p95:.3f} "
+              f"s; alone: p50 {a50:.3f} s  p95 {a95:.3f} s, CPU {cpu[key]:.2f} s a row\n"
+              f"  {'':34s} found by a query, alone: p50 {q50:.3f} s  p95 {q95:.3f} s\n"
               f"  {'':34s} micro-batch ms side by side: {_phases(progress[key])}")
-    (f50, f95), (o50, o95) = (_quantiles(latencies[k]) for k in ("floor", "ours"))
-    print(f"  => streaming table / Spark's floor: p50 {o50 / f50:.2f} (target <= 1.3), "
-          f"p95 {o95 / f95:.2f} (target <= 1.6); CPU a row {cpu['ours'] / cpu['floor']:.2f}")
+    for what, measured in (("to the commit, side by side", latencies), ("to the commit, alone",
+                           alone), ("found by a query, alone", found)):
+        (f50, f95), (o50, o95) = (_quantiles(measured[k]) for k in ("floor", "ours"))
+        print(f"  => streaming table / Spark's floor, {what}: p50 {o50 / f50:.2f} (target <= "
+              f"1.3), p95 {o95 / f95:.2f} (target <= 1.6)")
+    print(f"  => CPU a row, streaming table / Spark's floor: {cpu['ours'] / cpu['floor']:.2f}")
+    for key, (recording, since_job, run_id) in profiles.items():
+        bench_profile.print_jobs(f"{LABELS[key]}, alone", spark, run_id, since_job, rows // 2)
+        bench_profile.print_layers(f"{LABELS[key]}, alone", recording, rows // 2)
     print("  the streaming table's micro-batch, in sql-ext's Python (mean ms): " + ", ".join(
         f"{part} {1000 * statistics.mean(seconds):.0f}"
         for part, seconds in parts.seconds.items() if seconds))

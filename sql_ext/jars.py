@@ -47,6 +47,8 @@ DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 # Streaming windows run under transformWithState, which needs the RocksDB state store.
 ROCKSDB_STATE_STORE = \
     "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+LOCAL_FILES = "io.sqlext.streaming.LocalFiles"
+LOCAL_FILES_FS = "io.sqlext.streaming.LocalFilesFs"
 
 
 def in_checkout() -> bool:

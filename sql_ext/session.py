@@ -65,6 +65,10 @@ def configure(builder: SparkSession.Builder) -> SparkSession:
         .config("spark.sql.extensions", jars.EXTENSIONS)
         .config("spark.sql.catalog.spark_catalog", jars.DELTA_CATALOG)
         .config("spark.sql.streaming.stateStore.providerClass", jars.ROCKSDB_STATE_STORE)
+        # Hadoop's local file system without a process per file created or renamed (Delta's
+        # commits, data files, checksums): io.sqlext.streaming.LocalFiles.
+        .config("spark.hadoop.fs.file.impl", jars.LOCAL_FILES)
+        .config("spark.hadoop.fs.AbstractFileSystem.file.impl", jars.LOCAL_FILES_FS)
         .getOrCreate()
     )
     if jars.EXTENSION_CLASS not in (spark.conf.get("spark.sql.extensions", "") or ""):
