@@ -158,8 +158,10 @@ def _plan_heads(spark) -> dict[int, str]:
     return heads
 
 
-def print_jobs(title: str, spark, run_id: str, since_job: int, batches: int) -> None:
-    """The jobs of the stream `run_id` after `since_job`: how many a micro-batch runs, and the
+def print_jobs(title: str, spark, run_id: str, since_job: int, until_job: int,
+               batches: int) -> None:
+    """The jobs of the stream `run_id` after `since_job` up to `until_job`, over `batches`
+    micro-batches: how many a micro-batch runs, and the
     wall time and task CPU of each kind (by its description, or its SQL execution's plan)."""
     store = spark.sparkContext._jsc.sc().statusStore()
     jobs = store.jobsList(None)
@@ -176,7 +178,8 @@ def print_jobs(title: str, spark, run_id: str, since_job: int, batches: int) -> 
     for i in range(jobs.size()):
         job = jobs.apply(i)
         group = job.jobGroup()
-        if job.jobId() <= since_job or group.isEmpty() or group.get() != run_id:
+        if not since_job < job.jobId() <= until_job or group.isEmpty() \
+                or group.get() != run_id:
             continue
         if job.submissionTime().isEmpty() or job.completionTime().isEmpty():
             continue

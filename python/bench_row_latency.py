@@ -175,7 +175,8 @@ def benchmark(spark, rows: int = 40, trigger: float = 0.1) -> dict:
             with bench_profile.FlightRecording(spark, f"latency-{key}") as recording:
                 for _ in range(rows // 2):
                     _append(spark, source, {key: logs[key]}, next(value))
-            profiles[key] = (recording, since_job, str(streams[key].runId))
+            profiles[key] = (recording, since_job, bench_profile.last_job(spark),
+                             str(streams[key].runId))
             target = floor_table if key == "floor" else ours
             for _ in range(rows):
                 found[key].append(_found(spark, source, target, next(value)))
@@ -202,8 +203,9 @@ def benchmark(spark, rows: int = 40, trigger: float = 0.1) -> dict:
         print(f"  => streaming table / Spark's floor, {what}: p50 {o50 / f50:.2f} (target <= "
               f"1.3), p95 {o95 / f95:.2f} (target <= 1.6)")
     print(f"  => CPU a row, streaming table / Spark's floor: {cpu['ours'] / cpu['floor']:.2f}")
-    for key, (recording, since_job, run_id) in profiles.items():
-        bench_profile.print_jobs(f"{LABELS[key]}, alone", spark, run_id, since_job, rows // 2)
+    for key, (recording, since_job, until_job, run_id) in profiles.items():
+        bench_profile.print_jobs(f"{LABELS[key]}, alone", spark, run_id, since_job, until_job,
+                                 rows // 2)
         bench_profile.print_layers(f"{LABELS[key]}, alone", recording, rows // 2)
     print("  the streaming table's micro-batch, in sql-ext's Python (mean ms): " + ", ".join(
         f"{part} {1000 * statistics.mean(seconds):.0f}"
