@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import tempfile
 import time
 import uuid
@@ -24,15 +23,9 @@ from pathlib import Path
 
 from pyhive import hive
 
+from bench_row_latency import commit_files, quantiles
 from sql_ext.server.thrift import free_port
 from thrift_load import start_server, stop_server
-
-
-def _commit_files(log: Path) -> list[str]:
-    try:
-        return [name for name in os.listdir(log) if name.endswith(".json")]
-    except FileNotFoundError:
-        return []
 
 
 def _batch_of(log: Path, file: str) -> int | None:
@@ -44,13 +37,19 @@ def _batch_of(log: Path, file: str) -> int | None:
     return None
 
 
-def _covers(checkpoint: Path, batch: int, version: int) -> bool:
-    """Whether micro-batch `batch` of the stream at `checkpoint` read source version `version`
-    (Delta's source offset: versions before reservoirVersion whole, and reservoirVersion itself
-    up to file `index` when index >= 0)."""
+def _offset_end(checkpoint: Path, batch: int) -> tuple[int, int]:
+    """Where micro-batch `batch` of the stream at `checkpoint` ended in its Delta source:
+    (reservoirVersion, index)."""
     offset = json.loads((checkpoint / "offsets" / str(batch)).read_text().splitlines()[-1])
-    end, index = int(offset["reservoirVersion"]), int(offset["index"])
-    return version < end or (version == end and index >= 0)
+    return int(offset["reservoirVersion"]), int(offset["index"])
+
+
+def _covers(end: tuple[int, int], version: int) -> bool:
+    """Whether a micro-batch that ended at `end` read source version `version` (Delta's source
+    offset: versions before reservoirVersion whole, and reservoirVersion itself up to file
+    `index` when index >= 0)."""
+    reservoir, index = end
+    return version < reservoir or (version == reservoir and index >= 0)
 
 
 def _committed(log: Path, version: int) -> float:
@@ -66,12 +65,13 @@ def _latencies(logs: dict[str, Path], checkpoints: dict[str, Path], source_log: 
     out = {}
     for name, log in logs.items():
         commits = sorted((_committed(log, int(file[:-5])), _batch_of(log, file))
-                         for file in _commit_files(log))
-        commits = [(at, batch) for at, batch in commits if batch is not None]
+                         for file in commit_files(log))
+        # Each commit's micro-batch's end in the source, read once.
+        ends = [(at, _offset_end(checkpoints[name], batch)) for at, batch in commits
+                if batch is not None]
         found = []
         for version in versions:
-            at = next((at for at, batch in commits if _covers(checkpoints[name], batch,
-                                                               version)), None)
+            at = next((at for at, end in ends if _covers(end, version)), None)
             if at is not None:
                 found.append(at - _committed(source_log, version))
         out[name] = found
@@ -180,11 +180,6 @@ def spark_own(spark, streams: int, seconds: int, trigger: float) -> dict:
             spark.sql(f"DROP TABLE IF EXISTS {table}")
 
 
-def _quantiles(values: list[float]) -> tuple[float, float]:
-    ordered = sorted(values)
-    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
-
-
 def benchmark(spark, streams: int = 20, seconds: int = 60, trigger: float = 0.1) -> dict:
     print(f"Many small streams: {streams} streams, each fed a row a second for {seconds} s "
           f"(trigger {trigger} s), and one idle stream")
@@ -192,10 +187,10 @@ def benchmark(spark, streams: int = 20, seconds: int = 60, trigger: float = 0.1)
         spark, streams, seconds, trigger),
         "streaming tables, one Thrift server": ours(streams, seconds, trigger)}
     for label, figures in results.items():
-        per_table = [_quantiles(values) for values in figures["latencies"].values() if values]
+        per_table = [quantiles(values) for values in figures["latencies"].values() if values]
         every = [v for values in figures["latencies"].values() for v in values]
         missing = sum(figures["rows"] - len(v) for v in figures["latencies"].values())
-        p50, p95 = _quantiles(every)
+        p50, p95 = quantiles(every)
         worst = max(p95 for _, p95 in per_table)
         print(f"  {label:48s} fed {figures['rows_a_second']:.2f} rows a second a table; all "
               f"rows: p50 {p50:.2f} s  p95 {p95:.2f} s; the worst table's p95 {worst:.2f} s "

@@ -41,8 +41,21 @@ PHASES = ("latestOffset", "getBatch", "queryPlanning", "addBatch", "walCommit",
           "commitOffsets", "triggerExecution")
 
 
+def commit_files(log: Path) -> list[str]:
+    """The names of a Delta table's commit files (none before its first commit)."""
+    try:
+        return [name for name in os.listdir(log) if name.endswith(".json")]
+    except FileNotFoundError:
+        return []
+
+
 def _commits(log: Path) -> int:
-    return sum(1 for name in os.listdir(log) if name.endswith(".json")) if log.is_dir() else 0
+    return len(commit_files(log))
+
+
+def _deadline(started: float, what: str, seconds: float = 120) -> None:
+    if time.perf_counter() - started > seconds:
+        raise TimeoutError(f"{what}: not within {seconds:.0f} s")
 
 
 def _cpu(spark) -> float:
@@ -88,6 +101,7 @@ def _append(spark, source: str, logs: dict[str, Path], value: int) -> dict[str, 
         for key, log in logs.items():
             if key not in took and _commits(log) > before[key]:
                 took[key] = time.perf_counter() - started
+        _deadline(started, f"row {value} committed to {sorted(set(logs) - set(took))}")
         time.sleep(0.005)
     return took
 
@@ -97,11 +111,13 @@ def _found(spark, source: str, target: str, value: int) -> float:
     spark.sql(f"INSERT INTO {source} VALUES ('a', {value})")
     started = time.perf_counter()
     while not spark.sql(f"SELECT 1 FROM {target} WHERE v = {value} LIMIT 1").collect():
+        _deadline(started, f"row {value} found in {target}")
         time.sleep(0.02)
     return time.perf_counter() - started
 
 
-def _quantiles(values: list[float]) -> tuple[float, float]:
+def quantiles(values: list[float]) -> tuple[float, float]:
+    """(p50, p95)."""
     ordered = sorted(values)
     return statistics.median(ordered), ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
 
@@ -190,16 +206,16 @@ def benchmark(spark, rows: int = 40, trigger: float = 0.1) -> dict:
             spark.sql(f"DROP TABLE IF EXISTS {table}")
 
     for key in ("floor", "ours"):
-        p50, p95 = _quantiles(latencies[key])
-        a50, a95 = _quantiles(alone[key])
-        q50, q95 = _quantiles(found[key])
+        p50, p95 = quantiles(latencies[key])
+        a50, a95 = quantiles(alone[key])
+        q50, q95 = quantiles(found[key])
         print(f"  {LABELS[key]:34s} to the commit, side by side: p50 {p50:.3f} s  p95 {p95:.3f} "
               f"s; alone: p50 {a50:.3f} s  p95 {a95:.3f} s, CPU {cpu[key]:.2f} s a row\n"
               f"  {'':34s} found by a query, alone: p50 {q50:.3f} s  p95 {q95:.3f} s\n"
               f"  {'':34s} micro-batch ms side by side: {_phases(progress[key])}")
     for what, measured in (("to the commit, side by side", latencies), ("to the commit, alone",
                            alone), ("found by a query, alone", found)):
-        (f50, f95), (o50, o95) = (_quantiles(measured[k]) for k in ("floor", "ours"))
+        (f50, f95), (o50, o95) = (quantiles(measured[k]) for k in ("floor", "ours"))
         print(f"  => streaming table / Spark's floor, {what}: p50 {o50 / f50:.2f} (target <= "
               f"1.3), p95 {o95 / f95:.2f} (target <= 1.6)")
     print(f"  => CPU a row, streaming table / Spark's floor: {cpu['ours'] / cpu['floor']:.2f}")

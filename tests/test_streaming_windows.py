@@ -188,20 +188,24 @@ def _batches_that_wrote(spark, table: str) -> list[int]:
     return written
 
 
+def _consuming(batches, after: int) -> list[int]:
+    """The micro-batches after `after` that read new rows of the Delta source (their offset
+    moved), in order."""
+    return [b for b in sorted(batches) if b > after and b - 1 in batches
+            and batches[b][1] != batches[b - 1][1]]
+
+
 def _consumed_and_committed(checkpoint: str, after: int) -> bool:
-    """Whether a micro-batch after `after` read new rows of the Delta source (its offset moved)
-    and committed."""
-    batches = _micro_batches(checkpoint)
-    return any(b > after and b - 1 in batches and batches[b][1] != batches[b - 1][1]
-               and (Path(checkpoint) / "commits" / str(b)).exists() for b in batches)
+    """Whether a micro-batch after `after` read new rows of the Delta source and committed."""
+    return any((Path(checkpoint) / "commits" / str(b)).exists()
+               for b in _consuming(_micro_batches(checkpoint), after))
 
 
 def _assert_fired_by_its_tick(batches, consumed_after: int, fired: int, period_ms: int) -> None:
     """A TIME window's rows fire in the first micro-batch whose clock reached the tick after
     the batch that took them in: not before the tick, not a batch later. The batches' own clock
     (not the test's) is the judge, so a slow machine does not fail it."""
-    consumed = next(b for b in sorted(batches) if b > consumed_after and b - 1 in batches
-                    and batches[b][1] != batches[b - 1][1])
+    consumed = _consuming(batches, consumed_after)[0]
     tick = (batches[consumed][0] // period_ms + 1) * period_ms
     assert batches[fired][0] >= tick, f"batch {fired} fired before the tick {tick}"
     assert batches[fired - 1][0] <= tick, f"batch {fired - 1} was due at {tick} and did not fire"
