@@ -21,29 +21,49 @@ from sql_ext.sql.errors import WindowSqlError
 from sql_ext.sql.transpile import transpile as transpile_sql
 from sql_ext.version import __version__
 
-MASTER_HELP = ("Spark's master URL (default local[2]); on a cluster also set SPARK_LOCAL_IP "
-               "and PYSPARK_PYTHON for it")
+MASTER_HELP = ("Spark's master URL (default: spark.master of --conf or --properties-file, else "
+               "local[2]); on a cluster also set SPARK_LOCAL_IP and PYSPARK_PYTHON for it")
 WAREHOUSE_HELP = ("the Delta warehouse folder, with the embedded catalog in it (default: "
-                  "SQL_EXT_WAREHOUSE, else ./spark-warehouse)")
+                  "spark.sql.warehouse.dir of --conf or --properties-file, else "
+                  "SQL_EXT_WAREHOUSE, else <checkout>/warehouse in a source checkout and "
+                  "./spark-warehouse when installed)")
 METASTORE_HELP = ("an external catalog: a JDBC URL or thrift://host:port (default: the "
                   "embedded one in the warehouse; also SQL_EXT_METASTORE)")
 
 
 def run_examples(args) -> int:
     from sql_ext.samples import seed_examples
-    from sql_ext.session import session
 
-    spark = session(warehouse=args.warehouse, metastore=args.metastore, master=args.master)
+    spark = _session(args, "sql-ext")
     spark.sparkContext.setLogLevel("ERROR")
     seed_examples.main(spark)
     spark.stop()
     return 0
 
 
+def _session(args, app_name: str, command_conf: dict[str, str] | None = None):
+    """The command's session: the operator's Spark settings (--properties-file, then --conf,
+    then --driver-memory), under the settings the command's own flags make (--port, --auth,
+    ...), as spark-submit's flags win over its --conf. spark.master and the warehouse come
+    from the flags when given, else from the settings."""
+    from sql_ext.session import session
+    from sql_ext.spark_settings import SettingsError, operator_settings
+
+    try:
+        settings = operator_settings(args.properties_file, args.conf, args.driver_memory)
+    except SettingsError as error:
+        raise SystemExit(f"sql-ext {args.command}: {error}") from None
+    master = getattr(args, "master", None) or settings.pop("spark.master", None)
+    warehouse = args.warehouse or settings.pop("spark.sql.warehouse.dir", None)
+    settings = {k: v for k, v in settings.items()
+                if k not in ("spark.master", "spark.sql.warehouse.dir")}
+    return session(warehouse=warehouse, master=master or "local[2]", app_name=app_name,
+                   metastore=args.metastore, conf={**settings, **(command_conf or {})})
+
+
 def thriftserver(args) -> int:
     from sql_ext.server import access, auth, monitoring, sharing, tls
     from sql_ext.server.thrift import start_thrift_server, thrift_conf
-    from sql_ext.session import session
 
     auth.check_bind(args.host, args.auth, args.insecure_no_auth)
     secure = tls.server_conf(args.tls_cert, args.tls_key)
@@ -51,8 +71,7 @@ def thriftserver(args) -> int:
     conf = {**thrift_conf(args.host, args.port), **auth.server_conf(args.auth, args.password_file),
             **secure, **monitoring.ui_conf(args.host, args.ui_port),
             **sharing.server_conf(args.query_timeout, args.scheduler)}
-    spark = session(warehouse=args.warehouse, app_name="sql-ext-thriftserver",
-                    metastore=args.metastore, conf=conf, master=args.master)
+    spark = _session(args, "sql-ext-thriftserver", conf)
     if args.auth == "password":
         try:
             access.enforce(spark, args.admin, args.allow_path, args.allow_server,
@@ -103,7 +122,6 @@ def connect_server(args) -> int:
     from sql_ext.server import access, auth, monitoring, sharing
     from sql_ext.server.connect import (TOKEN_ENV, connect_conf, guard, start_connect_server,
                                         token_of)
-    from sql_ext.session import session
 
     auth.check_bind(args.host, args.auth, args.insecure_no_auth, "sql-ext connect-server",
                     f"--auth token (with --users FILE, --token-file FILE or {TOKEN_ENV})")
@@ -116,11 +134,9 @@ def connect_server(args) -> int:
                          "apart, every client is the server's operator, an admin)")
     token = token_of(args.token_file) if args.auth == "token" and not users else None
     guarded = bool(users) or args.no_client_udfs
-    spark = session(warehouse=args.warehouse, app_name="sql-ext-connect-server",
-                    metastore=args.metastore, master=args.master,
-                    conf={**connect_conf(args.host, args.port, token, guarded),
-                          **monitoring.ui_conf(args.host, args.ui_port),
-                          **sharing.server_conf(None)})
+    spark = _session(args, "sql-ext-connect-server",
+                     {**connect_conf(args.host, args.port, token, guarded),
+                      **monitoring.ui_conf(args.host, args.ui_port), **sharing.server_conf(None)})
     try:
         if guarded:
             guard(spark, users, args.no_client_udfs)
@@ -158,12 +174,9 @@ def pipelines(args) -> int:
         return 2
     from sql_ext.server.connect import connect_conf, start_connect_server, stop_connect_server
     from sql_ext.server.thrift import free_port
-    from sql_ext.session import session
 
     port, token = free_port(), secrets.token_urlsafe(32)
-    spark = session(warehouse=args.warehouse, app_name="sql-ext-pipelines",
-                    metastore=args.metastore, master=args.master,
-                    conf=connect_conf("127.0.0.1", port, token))
+    spark = _session(args, "sql-ext-pipelines", connect_conf("127.0.0.1", port, token))
     _load_udafs(args.udafs)
     start_connect_server(spark, "127.0.0.1", port)
     pipeline_args = args.pipeline_args[1:] if args.pipeline_args[:1] == ["--"] \
@@ -246,10 +259,9 @@ def passwd(args) -> int:
 def dbt(args) -> int:
     """dbt for `method: session` profiles, in this process on sql-ext's session."""
     from sql_ext.dbt import run
-    from sql_ext.session import session
 
     dbt_args = args.dbt_args[1:] if args.dbt_args[:1] == ["--"] else args.dbt_args
-    spark = session(warehouse=args.warehouse, metastore=args.metastore, app_name="sql-ext-dbt")
+    spark = _session(args, "sql-ext-dbt")
     _load_udafs(args.udafs)
     result = run(dbt_args, spark=spark)
     if result.exception is not None:
@@ -319,15 +331,32 @@ def spl(args) -> int:
     return 0
 
 
+def _spark_options(command, master: bool = True) -> None:
+    """Where the command's Spark session is, and the operator's Spark settings for it, given
+    as spark-submit takes them."""
+    command.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
+    command.add_argument("--metastore", default=None, help=METASTORE_HELP)
+    if master:
+        command.add_argument("--master", default=None, help=MASTER_HELP)
+    command.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                         help="a Spark setting (repeatable; wins over --properties-file); "
+                              "settings whose names Spark redacts (secret, password, token, "
+                              "access key) never reach a command line that ps shows")
+    command.add_argument("--properties-file", default=None, metavar="FILE",
+                         help="Spark settings in spark-defaults.conf's format (key value per "
+                              "line), as spark-submit reads them: the place for secrets")
+    command.add_argument("--driver-memory", default=None, metavar="MEM",
+                         help="the driver's memory, such as 4g (spark.driver.memory; wins "
+                              "over --conf and --properties-file)")
+
+
 def _server_options(command, port: int, udaf_users: str) -> None:
     """The options the Thrift and Connect servers share."""
     command.add_argument("--host", default="127.0.0.1",
                          help="the address to listen on (default 127.0.0.1: this machine only)")
     command.add_argument("--port", type=int, default=port,
                          help=f"the port to listen on (default {port})")
-    command.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
-    command.add_argument("--metastore", default=None, help=METASTORE_HELP)
-    command.add_argument("--master", default="local[2]", help=MASTER_HELP)
+    _spark_options(command)
     command.add_argument("--no-resume", dest="resume", action="store_false",
                          help="do not start the catalog's TRIGGER EVERY streaming tables")
     command.add_argument("--insecure-no-auth", action="store_true",
@@ -348,9 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "default (SQL_EXT_VERBOSE=1 does the same)")
     commands = parser.add_subparsers(dest="command", required=True)
     examples = commands.add_parser("run-examples", help="run the seed examples into Delta tables")
-    examples.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
-    examples.add_argument("--metastore", default=None, help=METASTORE_HELP)
-    examples.add_argument("--master", default="local[2]", help=MASTER_HELP)
+    _spark_options(examples)
     examples.set_defaults(run=run_examples)
     server = commands.add_parser("thriftserver", help="start the JDBC/Thrift server")
     _server_options(server, 10000, "every JDBC/dbt session")
@@ -423,9 +450,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Spark's pipelines CLI against a sql-ext Spark Connect server started "
                     "for the run: sql-ext pipelines run --spec examples/pipelines/"
                     "spark-pipeline.yml (the arguments after the options go to spark-pipelines)")
-    flows.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
-    flows.add_argument("--metastore", default=None, help=METASTORE_HELP)
-    flows.add_argument("--master", default="local[2]", help=MASTER_HELP)
+    _spark_options(flows)
     flows.add_argument("--udafs", default=None, metavar="MODULE[,MODULE]",
                        help="modules of @sql_ext.udaf functions for the pipeline's SQL")
     flows.add_argument("pipeline_args", nargs=argparse.REMAINDER,
@@ -442,8 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
         "dbt", help="run dbt (method: session profiles) in a sql-ext session",
         description="Runs dbt in this process on sql-ext's session: sql-ext dbt run "
                     "--project-dir examples/dbt (the arguments after the options go to dbt)")
-    runner.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
-    runner.add_argument("--metastore", default=None, help=METASTORE_HELP)
+    _spark_options(runner, master=False)
     runner.add_argument("--udafs", default=None, metavar="MODULE[,MODULE]",
                         help="modules of @sql_ext.udaf functions for dbt's SQL")
     runner.add_argument("dbt_args", nargs=argparse.REMAINDER, help="dbt's own arguments")

@@ -15,7 +15,7 @@ import os
 
 from py4j.java_gateway import JavaClass
 from py4j.protocol import Py4JJavaError
-from pyspark import SparkContext
+from pyspark import SparkConf, SparkContext
 from pyspark.java_gateway import ensure_callback_server_started
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
@@ -317,6 +317,18 @@ def driver_running() -> bool:
     """A driver JVM already runs: spark-submit started it (and passed its gateway port), or an
     earlier session in this process did. Its class path is fixed by now."""
     return SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def start_driver(settings: dict[str, str], secret) -> None:
+    """Starts the driver JVM (unless one runs) with the settings it needs at its start (memory,
+    class path, Java options, ...) but none for which `secret(key)` holds: PySpark passes every
+    setting it starts a JVM with as a `--conf` argument, which `ps` shows to every user of the
+    machine. The session that starts next sets the secrets in the running JVM's SparkConf."""
+    if driver_running():
+        return
+    public = SparkConf(loadDefaults=False)
+    public.setAll([(key, value) for key, value in settings.items() if not secret(key)])
+    SparkContext._ensure_initialized(conf=public)
 
 
 def driver_class_loader():

@@ -8,8 +8,9 @@ warehouse gets CatalogInUse. Outgrowing it, point the session at an external met
     sql_ext.session(metastore="jdbc:postgresql://db:5432/metastore")   # a database by JDBC URL
     sql_ext.session(metastore="thrift://metastore-host:9083")          # a Hive metastore service
 
-(or SQL_EXT_METASTORE=<url>; a JDBC URL also needs its driver jar and the
-javax.jdo.option.ConnectionUserName/ConnectionPassword settings as spark.hadoop.* confs).
+(or SQL_EXT_METASTORE=<url>; a JDBC URL also needs its driver jar and driver class as
+spark.hadoop.* settings, and its user and password in SQL_EXT_METASTORE_USER and
+SQL_EXT_METASTORE_PASSWORD or as spark.hadoop.javax.jdo.option.* settings).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from pathlib import Path
 from sql_ext.sql.errors import WindowSqlError
 
 METASTORE_ENV = "SQL_EXT_METASTORE"
+# An external JDBC metastore's user and password (Hive's javax.jdo.option settings).
+CREDENTIALS_ENV = {"SQL_EXT_METASTORE_USER": "ConnectionUserName",
+                   "SQL_EXT_METASTORE_PASSWORD": "ConnectionPassword"}
 
 log = logging.getLogger("sql_ext")
 
@@ -63,6 +67,11 @@ def catalog_conf(warehouse: Path, metastore: str | None = None) -> dict[str, str
         conf["spark.hadoop.hive.metastore.uris"] = metastore
     elif metastore.startswith("jdbc:"):
         conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = metastore
+        # Credentials from the environment, never from a command line (the password's setting
+        # stays off the driver's: sql_ext.jvm.start_driver).
+        for variable, key in CREDENTIALS_ENV.items():
+            if os.environ.get(variable):
+                conf[f"spark.hadoop.javax.jdo.option.{key}"] = os.environ[variable]
     else:
         raise WindowSqlError(f"metastore {metastore!r}: expected a JDBC URL (jdbc:...) or a "
                              "Hive metastore service (thrift://host:port)")

@@ -13,6 +13,7 @@ from sql_ext.metastore import (BENIGN_LOG_LINES, METASTORE_ENV, CatalogInUse, ca
                                check_open, java_options, set_aside_unfinished)
 from sql_ext.logs import HARMLESS_LOG_LINES, VERBOSE_ENV
 from sql_ext.server import callback
+from sql_ext.spark_settings import is_secret
 
 # spark-submit's class loader for the application's jars: it can take more at run time.
 ADDABLE_LOADERS = ("org.apache.spark.util.MutableURLClassLoader",
@@ -50,6 +51,36 @@ def add_jars(loader, jar_paths: list[str]) -> None:
         jvm.add_jar(loader, path)
 
 
+def _joined(ours: list[str], theirs: str | None, separator: str) -> str:
+    """Ours first, then the caller's own entries of a list-valued setting, each once."""
+    entries = ours + [e for e in (theirs or "").split(separator) if e and e not in ours]
+    return separator.join(entries)
+
+
+def _sql_ext_settings(given: dict[str, str], jar_paths: list[str]) -> dict[str, str]:
+    """What sql-ext sets on a builder: its jars and extension beside the caller's own (list
+    settings are joined, not replaced), Delta's catalog and the state store its windows need,
+    and a default the caller may override (the local file system's implementation)."""
+    settings = {
+        # The driver's system classpath: the Thrift server closes the class loader of
+        # spark.jars when a JDBC session ends, which would break classes loaded later.
+        "spark.driver.extraClassPath": _joined(jar_paths, given.get(
+            "spark.driver.extraClassPath"), os.pathsep),
+        "spark.jars": _joined(jars.jar_uris(), given.get("spark.jars"), ","),
+        "spark.sql.extensions": _joined(jars.EXTENSIONS.split(","),
+                                        given.get("spark.sql.extensions"), ","),
+        "spark.sql.catalog.spark_catalog": jars.DELTA_CATALOG,
+        "spark.sql.streaming.stateStore.providerClass": jars.ROCKSDB_STATE_STORE,
+    }
+    defaults = {
+        # Hadoop's local file system without a process per file created or renamed (Delta's
+        # commits, data files, checksums): io.sqlext.streaming.LocalFiles.
+        "spark.hadoop.fs.file.impl": jars.LOCAL_FILES,
+        "spark.hadoop.fs.AbstractFileSystem.file.impl": jars.LOCAL_FILES_FS,
+    }
+    return {**settings, **{k: v for k, v in defaults.items() if k not in given}}
+
+
 def configure(builder: SparkSession.Builder) -> SparkSession:
     """Adds the extension and Delta to a user's builder, starts the session, registers the
     rewriter, and returns the session: `spark.sql(<windowed SQL>)` then works directly.
@@ -57,20 +88,11 @@ def configure(builder: SparkSession.Builder) -> SparkSession:
     jar_paths = [str(p) for p in jars.all_jars()]
     if jvm.driver_running():
         _load_into_running_driver(jar_paths)
-    spark = (
-        # The driver's system classpath: the Thrift server closes the class loader of
-        # spark.jars when a JDBC session ends, which would break classes loaded later.
-        builder.config("spark.driver.extraClassPath", os.pathsep.join(jar_paths))
-        .config("spark.jars", ",".join(jars.jar_uris()))
-        .config("spark.sql.extensions", jars.EXTENSIONS)
-        .config("spark.sql.catalog.spark_catalog", jars.DELTA_CATALOG)
-        .config("spark.sql.streaming.stateStore.providerClass", jars.ROCKSDB_STATE_STORE)
-        # Hadoop's local file system without a process per file created or renamed (Delta's
-        # commits, data files, checksums): io.sqlext.streaming.LocalFiles.
-        .config("spark.hadoop.fs.file.impl", jars.LOCAL_FILES)
-        .config("spark.hadoop.fs.AbstractFileSystem.file.impl", jars.LOCAL_FILES_FS)
-        .getOrCreate()
-    )
+    given = dict(builder._options)  # the caller's settings (and earlier builders', PySpark's)
+    for key, value in _sql_ext_settings(given, jar_paths).items():
+        builder = builder.config(key, value)
+    jvm.start_driver(builder._options, lambda key: is_secret(key, given))
+    spark = builder.getOrCreate()
     if jars.EXTENSION_CLASS not in (spark.conf.get("spark.sql.extensions", "") or ""):
         raise RuntimeError(
             "sql_ext.configure: a SparkSession without sql-ext already runs in this process and "
@@ -89,17 +111,22 @@ def session(
 ) -> SparkSession:
     """The embedded default: local Spark, a Delta warehouse (see `jars.default_warehouse`), a
     persistent catalog (an embedded metastore in the warehouse, or `metastore`: see
-    sql_ext.metastore). The warehouse defaults to `jars.default_warehouse()`."""
+    sql_ext.metastore). The warehouse defaults to `jars.default_warehouse()`. `conf` wins over
+    the defaults set here (Java options are joined: the catalog's first, then conf's)."""
     _embedded_environment()
     warehouse = Path(warehouse or jars.default_warehouse()).resolve()
     warehouse.mkdir(parents=True, exist_ok=True)
     if metastore is None and not os.environ.get(METASTORE_ENV):
         set_aside_unfinished(warehouse)
+    conf = dict(conf or {})
+    # The embedded catalog's Java options (Derby's log) beside the caller's own.
+    java = " ".join(filter(None, (java_options(warehouse),
+                                  conf.pop("spark.driver.extraJavaOptions", None))))
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.driver.extraJavaOptions", java_options(warehouse))
+        .config("spark.driver.extraJavaOptions", java)
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
@@ -109,7 +136,7 @@ def session(
         # its rows: a statement over a small table runs several such jobs (docs/benchmarks.md).
         .config("spark.databricks.delta.snapshotPartitions", "1")
     )
-    for key, value in {**catalog_conf(warehouse, metastore), **(conf or {})}.items():
+    for key, value in {**catalog_conf(warehouse, metastore), **conf}.items():
         builder = builder.config(key, value)
     spark = configure(builder)
     if os.environ.get(VERBOSE_ENV) != "1":

@@ -68,6 +68,13 @@ def rules(work: Path) -> dict:
     }
 
 
+# The operator's settings of the server: a secret in its properties file (as a team keeps an
+# object store's key), and one setting the file and a --conf flag both give (--conf wins).
+SECRET_SETTING = ("spark.hadoop.fs.s3a.secret.key", "s3-secret-of-the-operator")
+PROBE_SETTING = "spark.sqlext.probe.origin"
+DRIVER_MEMORY = "1100m"
+
+
 def start(work: Path) -> tuple[subprocess.Popen, int]:
     """The server, its folders under `work`: (process, port)."""
     (work / "landing").mkdir()
@@ -84,13 +91,17 @@ def start(work: Path) -> tuple[subprocess.Popen, int]:
             set_password(passwords, user, password)
     (work / "rules.json").write_text(json.dumps(rules(work)))
     assert oct(passwords.stat().st_mode & 0o777) == "0o600"
+    (work / "spark.properties").write_text(f"{SECRET_SETTING[0]}  {SECRET_SETTING[1]}\n"
+                                           f"{PROBE_SETTING}=file\n")
     port = free_port()
     with open(work / "server.log", "w") as log:
         process = subprocess.Popen(
             [*cli, "thriftserver", "--port", str(port), "--warehouse", str(work / "warehouse"),
              "--auth", "password", "--password-file", str(passwords), "--admin", "root",
              "--allow-path", str(work / "landing"), "--allow-server", ALLOWED_SERVER,
-             "--access-rules", str(work / "rules.json")],
+             "--access-rules", str(work / "rules.json"),
+             "--properties-file", str(work / "spark.properties"),
+             "--conf", f"{PROBE_SETTING}=conf", "--driver-memory", DRIVER_MEMORY],
             stdout=log, stderr=subprocess.STDOUT, cwd=work, start_new_session=True)
     wait_for_port("127.0.0.1", port, timeout=120)
     return process, port

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from secured import SECRET_SETTING
 from test_catalog import _kill
 
 from sql_ext.server.thrift import free_port, wait_for_port
@@ -47,13 +48,16 @@ def server(tmp_path_factory):
     assert oct((work / "team.tokens").stat().st_mode & 0o777) == "0o600"
     assert all(token not in (work / "team.tokens").read_text() for token in tokens.values())
     (work / "rules.json").write_text(json.dumps(RULES))
+    # The operator's settings, a secret among them (tests/secured.py's).
+    (work / "spark.properties").write_text(f"{SECRET_SETTING[0]} {SECRET_SETTING[1]}\n")
     port = free_port()
     with open(work / "server.log", "w") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "sql_ext.cli", "connect-server", "--port", str(port),
              "--warehouse", str(work / "warehouse"), "--auth", "token",
              "--users", str(work / "team.tokens"), "--admin", "root",
-             "--access-rules", str(work / "rules.json")],
+             "--access-rules", str(work / "rules.json"),
+             "--properties-file", str(work / "spark.properties")],
             stdout=log, stderr=subprocess.STDOUT, cwd=work, start_new_session=True,
             env={k: v for k, v in os.environ.items() if k != "SPARK_CONNECT_AUTHENTICATE_TOKEN"})
     wait_for_port("127.0.0.1", port, timeout=180)
@@ -237,3 +241,23 @@ def test_no_client_udfs_refuses_client_code_to_admins_too(tmp_path):
         assert seen["windowed"] == ["ok", [[2], [2]]], seen
     finally:
         _kill(process, port)
+
+
+def test_no_client_reads_a_secret_setting(server):
+    """The operator's secret reaches the session (it is set) but no client reads its value
+    through the config API, admins included, as no SET shows it (tests/test_server_settings.py
+    for the Thrift server and the command lines)."""
+    port, tokens, _ = server
+    key, secret = SECRET_SETTING
+    for user in ("ann", "root"):
+        seen = _probe(port, tokens[user], {
+            "get": f"spark.conf.get({key!r})",
+            "default": f"spark.conf.get({key!r}, 'unset')",
+            "all": f"sorted(spark.conf.getAll.items())",
+            "sql": f"spark.sql('SET {key}')",
+            "other": "spark.conf.get('spark.sql.session.timeZone')"})
+        assert secret not in json.dumps(seen), (user, seen)
+        assert seen["get"] == seen["default"] == ["ok", "*********(redacted)"], (user, seen)
+        assert [key, "*********(redacted)"] in seen["all"][1], (user, seen["all"])
+        assert seen["sql"] == ["ok", [[key, "*********(redacted)"]]], (user, seen)
+        assert seen["other"] == ["ok", "UTC"], (user, seen)

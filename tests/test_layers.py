@@ -14,7 +14,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sql_ext"
 
 # Lowest first; a module may import its own layer's modules (without a cycle) and lower ones.
 LAYERS = [
-    ("sql_ext.sql", "sql_ext.spl", "sql_ext.jars", "sql_ext.logs", "sql_ext.version"),
+    ("sql_ext.sql", "sql_ext.spl", "sql_ext.jars", "sql_ext.logs", "sql_ext.version",
+     "sql_ext.spark_settings"),
     ("sql_ext.jvm",),
     ("sql_ext.udaf", "sql_ext.metrics", "sql_ext.metastore"),
     ("sql_ext.streaming",),

@@ -7,11 +7,13 @@ import java.security.MessageDigest
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
-import org.apache.spark.connect.proto.{AddArtifactsRequest, ConfigRequest}
+import org.apache.spark.connect.proto.{AddArtifactsRequest, ConfigRequest, ConfigResponse,
+  KeyValue}
+import org.apache.spark.sql.internal.SQLConf
 import org.sparkproject.connect.protobuf.Descriptors.FieldDescriptor
 import org.sparkproject.connect.protobuf.Message
-import org.sparkproject.connect.grpc.{ForwardingServerCallListener, Metadata, ServerCall,
-  ServerCallHandler, ServerInterceptor, Status}
+import org.sparkproject.connect.grpc.{ForwardingServerCall, ForwardingServerCallListener,
+  Metadata, ServerCall, ServerCallHandler, ServerInterceptor, Status}
 
 /**
  * Who a Spark Connect client is, and what it may send. Registered as Spark Connect's gRPC
@@ -32,7 +34,9 @@ import org.sparkproject.connect.grpc.{ForwardingServerCallListener, Metadata, Se
  *    'jvm'), no declarative pipeline (its runs write tables through the catalog) and with
  *    access rules no catalog listing calls (rule 'tables': SHOW TABLES and DESCRIBE keep to the
  *    rules); a model's files only where the rule 'paths' lets the user;
- *  - with `--no-client-udfs`, client code is refused to admins too.
+ *  - with `--no-client-udfs`, client code is refused to admins too;
+ *  - no client reads a secret setting (a password, a key: Spark's spark.redaction.regex) from
+ *    a ConfigResponse, as no SET shows one: the operator's settings may hold credentials.
  */
 class ConnectGuard extends ServerInterceptor {
   override def interceptCall[Req, Resp](call: ServerCall[Req, Resp], headers: Metadata,
@@ -45,8 +49,14 @@ class ConnectGuard extends ServerInterceptor {
           new Metadata())
         new ServerCall.Listener[Req] {}
       case Some(user) =>
+        val redacting = new ForwardingServerCall.SimpleForwardingServerCall[Req, Resp](call) {
+          override def sendMessage(message: Resp): Unit = super.sendMessage(message match {
+            case config: ConfigResponse => ConnectGuard.redacted(config).asInstanceOf[Resp]
+            case other => other
+          })
+        }
         new ForwardingServerCallListener.SimpleForwardingServerCallListener[Req](
-            next.startCall(call, headers)) {
+            next.startCall(redacting, headers)) {
           @volatile private var refused = false
           override def onMessage(message: Req): Unit = if (!refused) {
             ConnectGuard.refusal(user, message) match {
@@ -112,6 +122,18 @@ object ConnectGuard {
   def sha256(token: String): String =
     MessageDigest.getInstance("SHA-256").digest(token.getBytes(StandardCharsets.UTF_8))
       .map("%02x".format(_)).mkString
+
+  /** `response` with the values of secret settings redacted as Spark's SET redacts them
+   *  (SQLConf.redactOptions: spark.redaction.regex and spark.sql.redaction.options.regex). */
+  private[access] def redacted(response: ConfigResponse): ConfigResponse = {
+    val pairs = response.getPairsList.asScala.toSeq
+    val values = SQLConf.get.redactOptions(pairs.filter(_.hasValue).map(p => p.getKey ->
+      p.getValue)).toMap
+    val shown = pairs.map(p => if (!p.hasValue || values(p.getKey) == p.getValue) p
+      else KeyValue.newBuilder(p).setValue(values(p.getKey)).build())
+    if (shown == pairs) response
+    else response.toBuilder.clearPairs().addAllPairs(shown.asJava).build()
+  }
 
   /** The messages of Connect's protocol that carry client code: functions, table functions,
    *  data sources and foreach writers in Python or the JVM, a Java function by class name. */
