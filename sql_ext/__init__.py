@@ -27,8 +27,9 @@ except ModuleNotFoundError as missing:
     def __getattr__(name: str):
         if name in _SPARK_EXPORTS:
             raise ModuleNotFoundError(
-                f"sql_ext.{name} needs Spark: {_without_spark} (pip install sql-ext installs "
-                "pyspark; the grammar, sql_ext.sql and `sql-ext transpile`, needs only sqlglot)",
+                f"sql_ext.{name} needs Spark: {_without_spark} (installing the sql-ext wheel "
+                "installs pyspark; the grammar, sql_ext.sql and `sql-ext transpile`, needs only "
+                "sqlglot)",
                 name=_without_spark.name)
         raise AttributeError(f"module 'sql_ext' has no attribute {name!r}")
 

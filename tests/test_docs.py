@@ -129,9 +129,9 @@ statement (an unknown column or table, a missing aggregation) keep Spark's condi
 statement as written: no helper columns among the suggestions, no internal plan, the pointer
 at the name in your text; a parameter without a value is Spark's `UNBOUND_SQL_PARAMETER`.
 
-Rows whose DELTA value (or replayed TIME arrival value) is NULL are not an error: they are not
-windowed, and are counted (`sql_ext.not_windowed_rows`, SHOW STREAMS' `not_windowed`) and
-logged.
+Rows whose DELTA value, TIME_INTERVAL event time or replayed clock (the ORDER BY value of a batch
+TIME policy or PARTITION EVICTION AGE) is NULL are not an error: they are not windowed, and are
+counted (`sql_ext.not_windowed_rows`, SHOW STREAMS' `not_windowed`) and logged.
 
 The conditions below are defined in one file, `sql_ext/sql/error-conditions.json`, which the
 Python package and the extension's jar both read.

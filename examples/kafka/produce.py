@@ -4,7 +4,9 @@ would send them; a few arrive late (their event time some seconds back).
     .venv/bin/python examples/kafka/produce.py --bootstrap 127.0.0.1:9092 --topic traffic \\
         [--rate 20] [--seconds 60] [--late 0.05]
 
-Needs confluent-kafka (`pip install 'sql-ext[kafka]'`, or the test extras)."""
+Needs confluent-kafka: `bash python/dev.sh setup` installs it in a checkout; elsewhere it is
+the wheel's `[kafka]` extra (`bash python/dev.sh wheel`, then
+`pip install "dist/sql_ext-<version>-py3-none-any.whl[kafka]"`: sql-ext is not on PyPI)."""
 
 from __future__ import annotations
 

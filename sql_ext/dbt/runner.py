@@ -34,8 +34,9 @@ def run(args: list[str], spark: SparkSession | None = None, **session_options):
     try:
         from dbt.cli.main import dbtRunner
     except ImportError as error:
-        raise RuntimeError("dbt is not installed here: pip install 'sql-ext[dbt]' (dbt-core "
-                           "1.11 with dbt-spark[PyHive,session] 1.11)") from error
+        raise RuntimeError("dbt is not installed here: install the sql-ext wheel with its "
+                           "[dbt] extra, pip install 'sql_ext-<version>-py3-none-any.whl[dbt]' "
+                           "(dbt-core 1.11 with dbt-spark[PyHive,session] 1.11)") from error
     if spark is None:
         spark = session(**session_options)
     spark.conf.set(IN_PROCESS_CONF, "true")

@@ -132,7 +132,7 @@ def _check_supported(window: exp.Expression, model: WindowModel, select: exp.Sel
     if stream_source(select) is not None and not streaming:
         raise error_at_node(window, "a windowed query over STREAM(...) runs as a streaming "
                                     "table: CREATE STREAMING TABLE <name> AS <query> (or "
-                                    "sql_ext.create_streaming_table(...))",
+                                    "sql_ext.streaming.create_streaming_table(...))",
                             UnsupportedWindowError)
     if "INCOMPLETE" in model.emit and model.kind != "SLIDING":
         emit = window.args["emit"][model.emit.index("INCOMPLETE")]
