@@ -10,6 +10,7 @@ NAMES = {
     "numNotWindowed": "not_windowed_rows",
     "numFirings": "firings",
     "numEvictedDropped": "evicted_tuples_dropped",
+    "numLateDropped": "late_dropped",
     "peakPartitions": "peak_partitions",
     "numOutputRows": "output_rows",
 }
@@ -18,7 +19,8 @@ NAMES = {
 def window_metrics(frame: DataFrame) -> dict:
     """The window operators' metrics of an executed query: not_windowed_rows (NULL DELTA value
     or arrival time), firings, evicted_tuples_dropped (PARTITION EVICTION without EMIT
-    EVICTED), peak_partitions (alive at once in one task) and output_rows."""
+    EVICTED), late_dropped (TIME_INTERVAL tuples too late for their pane, as SHOW STREAMS'
+    column), peak_partitions (alive at once in one task) and output_rows."""
     jvm.require_classic(frame.sparkSession, "sql_ext.window_metrics (and not_windowed_rows)")
     return {NAMES.get(k, k): v for k, v in jvm.window_metrics(frame).items()}
 

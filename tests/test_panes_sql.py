@@ -11,6 +11,8 @@ from oracle_panes import pane_firings
 from test_oracle_panes import TIME_INTERVAL
 from test_tumbling_oracle import SETTINGS
 
+from sql_ext import window_metrics
+
 SELECT = ("SELECT {key} AS p, PANE_START() AS s, PANE_END() AS e, WINDOW_ID() AS w, "
           "PANE_TIMING() AS t, PANE_INDEX() AS i, ARRAY_SORT(COLLECT_LIST(id)) AS ids "
           "FROM panes_input WINDOW {window}")
@@ -48,13 +50,16 @@ def test_time_interval_case_through_sql(spark, case):
     args = (window["intervalDuration"], window["creationPeriod"], window["discardAge"],
             window["intervalOffset"])
     over = f"OVER ({'PARTITION BY k ' if key else ''}ORDER BY pos)"
-    got = spark.sql(SELECT.format(key="k" if key else "NULL", window=(
-        f"TIME_INTERVAL{args} ON ts {over} WATERMARK BY wm"))).collect()
+    frame = spark.sql(SELECT.format(key="k" if key else "NULL", window=(
+        f"TIME_INTERVAL{args} ON ts {over} WATERMARK BY wm")))
+    got = frame.collect()
     expected = pane_firings(
         [dict(pos=p, id=i, k=k, ts=t, wm=w) for p, i, k, t, w in rows], *args,
         event_time=lambda r: r["ts"], order_by=lambda r: r["pos"],
         watermark_by=lambda r: r["wm"], partition_by=(lambda r: r["k"]) if key else None)
     assert _shape_sql(got) == _shape_oracle(expected["firings"])
+    # The query's metrics count the tuples too late for their pane, as the model does.
+    assert window_metrics(frame).get("late_dropped", 0) == expected["dropped"]
 
 
 @st.composite

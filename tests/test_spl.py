@@ -29,6 +29,7 @@ from oracle_sliding import sliding_result
 from scale import examples, size
 
 from sql_ext.spl import translate, translate_sources
+from sql_ext.sql.transpile import transpile
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = settings(max_examples=examples(6, 40), deadline=None,
@@ -573,7 +574,10 @@ def test_partition_eviction_and_emit_options():
         output B: top = Max(v); }
       stream<rstring k, int32 top> C = Aggregate(In) {
         window In: tumbling, count(0), partitioned, partitionCount(5);
-        param partitionBy: k; output C: top = Max(v); } }"""
+        param partitionBy: k; output C: top = Max(v); }
+      stream<int32 top> D = Aggregate(In) {
+        window In: tumbling, count(3); param aggregateIncompleteWindows: true;
+        output D: top = Max(v); } }"""
     result = translate(app)
     statements = by_stream(result)
     assert statements["A"].sql.endswith(
@@ -581,6 +585,10 @@ def test_partition_eviction_and_emit_options():
     assert statements["B"].sql.endswith("WINDOW SLIDING COUNT(4) TRIGGER COUNT(1) OVER "
                                         "(PARTITION BY k) PARTITION EVICTION TUPLES(100) "
                                         "EMIT INCOMPLETE")
+    # A tumbling window fires complete whatever aggregateIncompleteWindows says: no EMIT
+    # INCOMPLETE, which SQL refuses for TUMBLING (the query transpiles, read in batch).
+    assert statements["D"].sql.endswith("WINDOW TUMBLING COUNT(3)")
+    transpile(statements["D"].sql.split(" AS\n", 1)[1].replace("STREAM(`In`)", "`In`"))
     refused = {u.stream: u for u in result.untranslated}
     assert refused["C"].reason == "count(0): SQL windows count at least 1 tuple"
     assert (refused["C"].line, refused["C"].column) == (12, 30)  # at count(0)

@@ -152,7 +152,10 @@ def window_clause(window: list, params: dict[str, list], source: Input) -> str:
         clause += f" WATERMARK DELAY {_number_sql(lag)}"
     if eviction:
         clause += f" {eviction}"
-    if _flag(params, "aggregateIncompleteWindows", scope):
+    # Only a sliding window fires before it is first full; a tumbling window or a pane fires
+    # complete whatever the flag says (semantics: aggregateIncompleteWindows), and SQL's EMIT
+    # INCOMPLETE is for SLIDING alone.
+    if kind == "sliding" and _flag(params, "aggregateIncompleteWindows", scope):
         clause += " EMIT INCOMPLETE"
     if _flag(params, "aggregateEvictedPartitions", scope):
         clause += " EMIT EVICTED"
