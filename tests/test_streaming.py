@@ -25,15 +25,15 @@ QUERY = """
 _names = itertools.count()
 
 
-def _expected(batches):
-    """The oracle's last firing of every (partition, pane) under WATERMARK DELAY 2 (a marker
-    after each micro-batch): what the upserted table holds."""
+def _expected(batches, delay=2):
+    """The oracle's last firing of every (partition, pane) under WATERMARK DELAY `delay` (a
+    marker after each micro-batch): what the upserted table holds."""
     rows, seen = [], []
     for batch in batches:
         rows += [dict(r, pos=len(rows) + j) for j, r in enumerate(batch)]
         seen += [r["ts"] for r in batch]
         if seen:
-            rows.append({"pos": len(rows), "wm": max(seen) - 2})
+            rows.append({"pos": len(rows), "wm": max(seen) - delay})
     return _last_firings(rows, order_by=lambda r: r["pos"])
 
 
@@ -244,6 +244,22 @@ def test_a_select_without_the_pane_key_gets_a_key_column(spark, tmp_path_factory
     assert sorted((r._pane_key.p0, r.s, r.t, r.i, tuple(r.ids)) for r in rows) \
         == sorted((r.k, r.s, r.t, r.i, tuple(r.ids)) for r in keyed)
     assert any(r.i > 0 for r in keyed)  # late tuples did re-fire panes
+
+
+def test_a_stream_without_a_watermark_clause_replaces_refired_panes(spark, tmp_path_factory):
+    """A stream's watermark is WATERMARK DELAY 0 when the query gives none: late tuples re-fire
+    their panes, and each re-firing replaces the pane's row, whether or not the SELECT list
+    has PANE_INDEX() (it once appended a second row without it). The oracle: the last firing
+    of every pane under DELAY 0."""
+    query = """
+        SELECT k, PANE_START() AS s, ARRAY_SORT(COLLECT_LIST(id)) AS ids, SUM(v) AS total
+        FROM STREAM({source}) WINDOW TIME_INTERVAL(10, 5, 15) ON event_time
+        OVER (PARTITION BY k)"""
+    rows = _run_batches(spark, tmp_path_factory, FIXED, query)
+    got = sorted((r.k, (r.s - T0).total_seconds(), tuple(r.ids), r.total) for r in rows)
+    expected = [(k, s, ids, total) for k, s, _, _, ids, total in _expected(FIXED, delay=0)]
+    assert got == expected
+    assert any(i > 0 for _, _, _, i, _, _ in _expected(FIXED, delay=0))  # panes did re-fire
 
 
 FIXED = [

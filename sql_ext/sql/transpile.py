@@ -357,9 +357,10 @@ def lower_parts(select: exp.Select, streaming: bool = False) -> LoweredWindow:
 
     partition_columns = {p: contract.partition_column(i) for i, p in enumerate(model.partition_by)}
     # With a watermark a pane fires again after late tuples, and with EMIT EARLY before it
-    # completes: its firings differ by PANE_INDEX. EMIT FINAL fires each pane once.
+    # completes: its firings differ by PANE_INDEX. EMIT FINAL fires each pane once. A stream
+    # always has a watermark (WATERMARK DELAY 0 when none is given), a batch only when given.
     replayed = model.kind == "TIME_INTERVAL" and model.emit_panes != "final" \
-        and (model.watermark is not None or model.emit_panes == "early")
+        and (model.watermark is not None or streaming or model.emit_panes == "early")
     meta: list[str] = ["pane_index"] if replayed else []
 
     def substitute(node: exp.Expression) -> exp.Expression:
