@@ -275,3 +275,14 @@ def test_a_stream_failure_names_the_error_inside_its_wrappers():
     assert short.splitlines()[0].startswith("StreamingQueryException: [STREAM_FAILED]")
     assert short.splitlines()[-1] == inner and short.count("ARITHMETIC_OVERFLOW") == 1
     assert short_error("[X] plain failure\nCaused by: y: z") == "[X] plain failure\nCaused by: y: z"
+
+
+def test_stream_of_a_query_is_refused_by_name():
+    """STREAM(...) takes a name; a query in it was once refused with an empty message."""
+    from sql_ext.sql.errors import UnsupportedWindowError
+    from sql_ext.sql.transpile import transpile
+
+    with pytest.raises(UnsupportedWindowError, match=r"STREAM\(\.\.\.\) reads a table or a "
+                       r"streaming view by its name, not a query"):
+        transpile("SELECT COUNT(*) AS n FROM STREAM((SELECT * FROM readings)) "
+                  "WINDOW TUMBLING COUNT(2)")

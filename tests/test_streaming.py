@@ -268,3 +268,17 @@ FIXED = [
     [{"id": 4, "k": "a", "ts": 108, "v": 4.0}, {"id": 5, "k": "b", "ts": 125, "v": 5.0}],
     [{"id": 6, "k": "b", "ts": 121, "v": 6.0}, {"id": 7, "k": "a", "ts": 150, "v": 7.0}],
 ]
+
+
+def test_a_numeric_event_time_is_refused_naming_its_type(spark, tmp_path):
+    """A streaming TIME_INTERVAL needs a TIMESTAMP event time; the error names the type the
+    query gave, in SQL's words."""
+    n = next(_names)
+    spark.sql(f"CREATE TABLE num_src_{n} (id BIGINT, t BIGINT) USING DELTA")
+    with pytest.raises(Exception) as error:
+        create_streaming_table(spark, f"num_out_{n}", f"""
+            SELECT PANE_START() AS s, COUNT(*) AS c FROM STREAM(num_src_{n})
+            WINDOW TIME_INTERVAL(10) ON t""", checkpoint=str(tmp_path / "ckpt"))
+    assert "a streaming TIME_INTERVAL needs a TIMESTAMP event time (ON ...), got BIGINT" \
+        in str(error.value)
+    assert "Some(" not in str(error.value)

@@ -123,7 +123,8 @@ object StreamingWindows {
       case Some(TimestampType) =>
       case other => throw SqlExtErrors.analysis("SQL_EXT_UNSUPPORTED_WINDOW",
         s"${spec.policyText}: a streaming " +
-        s"TIME_INTERVAL needs a TIMESTAMP event time (ON ...), got ${other.map(_.simpleString)}")
+        s"TIME_INTERVAL needs a TIMESTAMP event time (ON ...), got " +
+        other.map(_.simpleString.toUpperCase(java.util.Locale.ROOT)).getOrElse("none"))
     }
     val session = input.sparkSession
     val java8Time = session.conf.get("spark.sql.datetime.java8API.enabled") == "true"
