@@ -95,6 +95,10 @@ def _stream(spark, name):
      "WINDOW TIME_INTERVAL(0) ON ts", "duration"),
     ("CREATE STREAMING TABLE bad CHECKPOINT ckpt AS SELECT 1",
      "CHECKPOINT must be followed by a quoted path"),
+    ("CREATE STREAMING TABLE bad TRIGGER EVERY 5 TRIGGER AVAILABLE NOW AS SELECT 1",
+     "TRIGGER is given twice"),
+    ("CREATE STREAMING TABLE bad CHECKPOINT '/a' CHECKPOINT '/b' AS SELECT 1",
+     "CHECKPOINT is given twice"),
 ])
 def test_bad_statements_name_the_problem(spark, statement, message):
     with pytest.raises(ParseException, match=message):

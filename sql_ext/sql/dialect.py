@@ -81,6 +81,7 @@ class CreateStreamingTable(exp.Expression):
 
     arg_types = {"this": True, "expression": True, "location": False, "checkpoint": False,
                  "trigger": False,  # None (AVAILABLE NOW) or a duration expression
+                 "trigger_given": False,  # a TRIGGER clause was read (it may be AVAILABLE NOW)
                  "partitioned_by": False, "properties": False,  # column names; (key, value)s
                  "replace": False, "alter": False,
                  "query_start": False}  # where the query's text starts
@@ -186,6 +187,9 @@ class SqlExtParser(SparkParser):
                 self._once(statement, "properties", "TBLPROPERTIES")
                 statement.set("properties", self._parse_tblproperties())
             elif self._match(TokenType.TRIGGER):
+                # Given twice, the second would silently win (AVAILABLE NOW leaves no value).
+                self._once(statement, "trigger_given", "TRIGGER")
+                statement.set("trigger_given", exp.true())
                 if self._match_text_seq("AVAILABLE", "NOW"):
                     statement.set("trigger", None)
                 elif self._match_text_seq("EVERY"):
