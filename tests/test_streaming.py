@@ -282,3 +282,22 @@ def test_a_numeric_event_time_is_refused_naming_its_type(spark, tmp_path):
     assert "a streaming TIME_INTERVAL needs a TIMESTAMP event time (ON ...), got BIGINT" \
         in str(error.value)
     assert "Some(" not in str(error.value)
+
+
+def test_a_stream_is_read_under_its_alias_or_its_name(spark, tmp_path):
+    """Columns qualified by the stream's alias or by its table's name resolve (they once met
+    the stream's internal view name instead)."""
+    n = next(_names)
+    source = f"alias_src_{n}"
+    spark.sql(f"CREATE TABLE {source} (k STRING, v INT) USING DELTA")
+    spark.sql(f"INSERT INTO {source} SELECT /*+ COALESCE(1) */ * FROM VALUES ('a', 1), "
+              "('a', 2), ('b', 3), ('a', 4)")  # one file: arrival order is the values' order
+    for i, (reference, read) in enumerate([("x", f"STREAM({source}) AS x"),
+                                           (source, f"STREAM({source})"),
+                                           ("y", f"STREAM(default.{source}) y")]):
+        sink = f"alias_out_{n}_{i}"
+        create_streaming_table(spark, sink, f"""
+            SELECT {reference}.k, SUM({reference}.v) AS total FROM {read}
+            WHERE {reference}.v > 0 WINDOW TUMBLING COUNT(2) OVER (PARTITION BY {reference}.k)""",
+                               checkpoint=str(tmp_path / sink)).awaitTermination()
+        assert sorted(tuple(r) for r in spark.table(sink).collect()) == [("a", 3)], reference

@@ -139,7 +139,11 @@ def plan_stream(spark: SparkSession, name: str, query: str, trigger: str | float
     merge_on = (carried_key(lowered) or [KEY_COLUMN]) if refires else []
     source_view = view_name("source", name)
     source_stream(spark, stream_source(select)).createOrReplaceTempView(source_view)
-    lowered.inner.set("from_", exp.From(this=exp.to_table(source_view)))
+    # The stream read under the name the query gave it (its alias, else the table's own), so
+    # that qualified columns (x.col, t.col) resolve.
+    given = select.args["from_"].this
+    alias = given.alias or stream_source(select).split(".")[-1].strip("`")
+    lowered.inner.set("from_", exp.From(this=exp.to_table(source_view).as_(alias)))
     aggregate_inputs(lowered)
     late_rows = lowered.spec.get("late_rows", "")
     # A late row holds every source column, so LATE ROWS INTO reads them all.
