@@ -21,6 +21,9 @@ ADDABLE_LOADERS = ("org.apache.spark.util.MutableURLClassLoader",
 
 
 
+REDACTED_OPTIONS = r"(?i)url|private key|keystore\.key"
+
+
 def _embedded_environment() -> None:
     """The embedded default's processes: one machine, this interpreter for Python workers.
     Only `session()` sets these; on a user's cluster they are the user's choice."""
@@ -135,6 +138,10 @@ def session(
         # task whose setup (generated projections of Delta's action schema) costs more than
         # its rows: a statement over a small table runs several such jobs (docs/benchmarks.md).
         .config("spark.databricks.delta.snapshotPartitions", "1")
+        # Options shown redacted (SHOW CREATE TABLE, DESCRIBE, SHOW TBLPROPERTIES), beside
+        # Spark's secrets (spark.redaction.regex: password, token, ...): its default (URLs),
+        # and private keys given inline (a Kafka table's kafka.ssl.keystore.key, any PEM key).
+        .config("spark.sql.redaction.options.regex", REDACTED_OPTIONS)
     )
     for key, value in {**catalog_conf(warehouse, metastore), **conf}.items():
         builder = builder.config(key, value)

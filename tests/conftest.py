@@ -178,6 +178,22 @@ def kafka(pytestconfig):
     return f"127.0.0.1:{pytestconfig.sql_ext_shared.get('kafka').wait()}"
 
 
+@pytest.fixture(scope="session")
+def kafka_sasl(pytestconfig, kafka):
+    """The shared broker's SASL listeners, SASL_PLAINTEXT and SASL_SSL with SCRAM-SHA-256 and
+    -512 (tests/kafka_broker.py `listeners`): their addresses, the user and password, the
+    PKCS#12 trust store and its password. Same broker, same topics as `kafka`."""
+    from kafka_broker import listeners
+
+    from sql_ext.server.thrift import wait_for_port
+
+    found = listeners(pytestconfig.sql_ext_shared.get("kafka").folder / "data")
+    for address in found["listeners"].values():
+        host, port = address.rsplit(":", 1)
+        wait_for_port(host, int(port), timeout=60)
+    return found
+
+
 class _ModuleTimes:
     """Each test's setup, call and teardown time, summed by module, printed at the end of the
     run (on the controller, where the workers' reports arrive)."""

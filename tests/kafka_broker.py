@@ -2,13 +2,26 @@
 127.0.0.1, from Maven Central jars resolved with the Ivy jar pyspark ships, cached under the
 project folder (.cache/kafka) so later runs work offline. Started and stopped by pid.
 
+Besides PLAINTEXT, the broker listens as production clusters do, for clients that sign in:
+SASL_PLAINTEXT and SASL_SSL, both with SCRAM-SHA-256 and SCRAM-SHA-512 for one user
+(`SASL_USER`, `SASL_PASSWORD`: its SCRAM credentials are written into the cluster's metadata as
+the storage is formatted, so no second step or ZooKeeper is needed). SASL_SSL presents a
+certificate for 127.0.0.1 signed by a certificate authority made at the start (elliptic-curve
+keys: milliseconds), which clients trust through a PKCS#12 trust store with a password. Where
+they are is in `<folder>/listeners.json` (`listeners(folder)`). The extra listeners add no
+process, and under a second to the broker's start (which runs in the background while the
+test session starts).
+
 The broker's runtime jars (45, 43 MB) resolve once, under a lock (two test workers may ask at
 once); `python tests/kafka_broker.py` resolves them ahead (`dev.sh test` does). The broker
 listens within seconds of its start."""
 
 from __future__ import annotations
 
+import datetime
 import fcntl
+import ipaddress
+import json
 import os
 import shutil
 import signal
@@ -32,6 +45,10 @@ IVY_XML = f"""<ivy-module version="2.0">
 </ivy-module>
 """
 LEFT_OUT = ("-sources", "-javadoc", "-test-", "log4j-to-slf4j")
+# The one SASL user of the SASL listeners (SCRAM-SHA-256 and SCRAM-SHA-512).
+SASL_USER, SASL_PASSWORD = "streams", "kafka-s3cret-for-tests"
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+TRUSTSTORE_PASSWORD = "trust-store-pw"
 
 
 def classpath() -> str:
@@ -59,8 +76,57 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _certificates(folder: Path) -> tuple[str, str]:
+    """A certificate authority and a certificate for 127.0.0.1 (and localhost) it signed, made
+    now: the broker's key and certificate chain as PEM text; the CA's certificate in
+    `folder`/ca.pem and in a PKCS#12 trust store `folder`/truststore.p12 (password
+    TRUSTSTORE_PASSWORD), as a cluster's operator hands them to clients."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.serialization import pkcs12
+    from cryptography.x509.oid import NameOID
+
+    def name(common: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def signed(subject: str, key, ca_key, ca: bool) -> x509.Certificate:
+        builder = (x509.CertificateBuilder().subject_name(name(subject))
+                   .issuer_name(name("sql-ext test Kafka CA")).public_key(key.public_key())
+                   .serial_number(x509.random_serial_number())
+                   .not_valid_before(now - datetime.timedelta(minutes=5))
+                   .not_valid_after(now + datetime.timedelta(days=30))
+                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if not ca:
+            builder = builder.add_extension(x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                critical=False)
+        return builder.sign(ca_key, hashes.SHA256())
+
+    folder.mkdir(parents=True, exist_ok=True)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca = signed("sql-ext test Kafka CA", ca_key, ca_key, True)
+    broker = signed("127.0.0.1", key, ca_key, False)
+    pem = serialization.Encoding.PEM
+    (folder / "ca.pem").write_bytes(ca.public_bytes(pem))
+    (folder / "truststore.p12").write_bytes(pkcs12.serialize_java_truststore(
+        [pkcs12.PKCS12Certificate(ca, b"ca")],
+        serialization.BestAvailableEncryption(TRUSTSTORE_PASSWORD.encode())))
+    private = key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption()).decode()
+    return private, (broker.public_bytes(pem) + ca.public_bytes(pem)).decode()
+
+
+def _property(text: str) -> str:
+    """`text` as a value in a .properties file (its line breaks escaped)."""
+    return text.strip().replace("\\", "\\\\").replace("\n", "\\n")
+
+
 class Broker:
-    """One broker in `folder`; `bootstrap` is its address."""
+    """One broker in `folder`; `bootstrap` is its PLAINTEXT address, `listeners` its address
+    for each security protocol."""
 
     def __init__(self, folder: Path, port: int | None = None, own_group: bool = True):
         """`own_group`: the broker's JVM in a process group of its own (else in this
@@ -68,24 +134,44 @@ class Broker:
         self.folder, self.own_group = folder, own_group
         self.port, controller = port or _free_port(), _free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
+        self.listeners = {"PLAINTEXT": self.bootstrap,
+                          "SASL_PLAINTEXT": f"127.0.0.1:{_free_port()}",
+                          "SASL_SSL": f"127.0.0.1:{_free_port()}"}
         (folder / "data").mkdir(parents=True, exist_ok=True)
+        key, chain = _certificates(folder / "tls")
+        scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
         self.properties = folder / "server.properties"
         self.properties.write_text("\n".join([
             "process.roles=broker,controller", "node.id=1",
             f"controller.quorum.voters=1@127.0.0.1:{controller}",
-            f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{controller}",
-            f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
-            "controller.listener.names=CONTROLLER",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listeners=" + ",".join(f"{p}://{a}" for p, a in self.listeners.items())
+            + f",CONTROLLER://127.0.0.1:{controller}",
+            "advertised.listeners=" + ",".join(f"{p}://{a}" for p, a in self.listeners.items()),
+            "controller.listener.names=CONTROLLER", "inter.broker.listener.name=PLAINTEXT",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+            "SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT",
+            f"sasl.enabled.mechanisms={','.join(SCRAM_MECHANISMS)}",
+            *(f"listener.name.{listener}.{mechanism.lower()}.sasl.jaas.config={scram}"
+              for listener in ("sasl_plaintext", "sasl_ssl") for mechanism in SCRAM_MECHANISMS),
+            "listener.name.sasl_ssl.ssl.keystore.type=PEM",
+            f"listener.name.sasl_ssl.ssl.keystore.key={_property(key)}",
+            f"listener.name.sasl_ssl.ssl.keystore.certificate.chain={_property(chain)}",
             f"log.dirs={folder / 'data'}", "num.partitions=4",
             "offsets.topic.replication.factor=1", "transaction.state.log.replication.factor=1",
             "transaction.state.log.min.isr=1", "group.initial.rebalance.delay.ms=0"]) + "\n")
+        (folder / "listeners.json").write_text(json.dumps({
+            "listeners": self.listeners, "user": SASL_USER, "password": SASL_PASSWORD,
+            "mechanisms": list(SCRAM_MECHANISMS),
+            "truststore": str(folder / "tls" / "truststore.p12"),
+            "truststore_password": TRUSTSTORE_PASSWORD, "ca": str(folder / "tls" / "ca.pem")}))
         self.process: subprocess.Popen | None = None
 
     def start(self, timeout: float = 60) -> Broker:
         cp = classpath()
+        scram = [arg for mechanism in SCRAM_MECHANISMS for arg in (
+            "--add-scram", f"{mechanism}=[name={SASL_USER},password={SASL_PASSWORD}]")]
         subprocess.run(["java", "-cp", cp, "kafka.tools.StorageTool", "format", "-t",
-                        "sqlextTestCluster0001a", "-c", str(self.properties)],
+                        "sqlextTestCluster0001a", "-c", str(self.properties), *scram],
                        check=True, capture_output=True, timeout=120)
         with open(self.folder / "broker.log", "w") as log:
             self.process = subprocess.Popen(
@@ -97,7 +183,9 @@ class Broker:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the Kafka broker exited: {self.folder / 'broker.log'}")
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                for address in self.listeners.values():  # all of them, as clients may
+                    host, port = address.rsplit(":", 1)
+                    socket.create_connection((host, int(port)), timeout=1).close()
                 return self
             except OSError:
                 time.sleep(0.5)
@@ -120,6 +208,13 @@ class Broker:
             self.process.send_signal(sig)
 
 
+def listeners(folder: Path) -> dict:
+    """What a broker in `folder` listens on and how its SASL listeners are signed in to
+    (written by `Broker`): `listeners` (security protocol -> host:port), `user`, `password`,
+    `mechanisms`, `truststore` (PKCS#12) and `truststore_password`, `ca` (PEM)."""
+    return json.loads((folder / "listeners.json").read_text())
+
+
 def serve(port: int, folder: Path | None = None) -> None:
     """A broker on 127.0.0.1:`port` until Ctrl-C or SIGTERM (`bash python/dev.sh kafka`; the
     tests' shared broker, tests/shared_servers.py), its data in `folder` or a temporary
@@ -133,6 +228,10 @@ def serve(port: int, folder: Path | None = None) -> None:
     broker = Broker(folder, port, own_group=False).start()
     print(f"Kafka broker on {broker.bootstrap} (data in {broker.folder}); Ctrl-C stops it",
           flush=True)
+    print(f"  SASL_PLAINTEXT on {broker.listeners['SASL_PLAINTEXT']}, SASL_SSL on "
+          f"{broker.listeners['SASL_SSL']} (SCRAM user {SASL_USER}, password {SASL_PASSWORD}; "
+          f"trust store {broker.folder / 'tls' / 'truststore.p12'}, password "
+          f"{TRUSTSTORE_PASSWORD})", flush=True)
     try:
         broker.process.wait()
     except KeyboardInterrupt:

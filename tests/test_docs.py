@@ -310,6 +310,15 @@ def test_walkthrough_examples_run(spark, relative, tmp_path, request):
                                          "event_time": "2024-01-01T08:00:00"})])
         substitutions += [("'broker:9092'", f"'{kafka}'"), ("'subscribe' = 'traffic'",
                                                           f"'subscribe' = '{topic}'")]
+        # "Kafka in production" signs in on the same broker's SASL_SSL listener, its user and
+        # passwords in a properties file, as the page shows.
+        sasl = request.getfixturevalue("kafka_sasl")
+        secrets = tmp_path / "kafka-client.properties"
+        secrets.write_text(f"username={sasl['user']}\npassword={sasl['password']}\n"
+                           f"truststore.password={sasl['truststore_password']}\n")
+        substitutions += [("'kafka-1.example.com:9096'", f"'{sasl['listeners']['SASL_SSL']}'"),
+                          ("/etc/sql-ext/kafka-truststore.p12", sasl["truststore"]),
+                          ("/etc/sql-ext/kafka-client.properties", str(secrets))]
     ran = 0
     try:
         for block in sql_blocks(ROOT / relative):

@@ -114,6 +114,24 @@ object AccessChecks {
     plan
   }
 
+  /** Spark's parser replaces `${env:NAME}` and `${system:NAME}` in a statement's text with
+   *  the server process's environment variables and Java system properties
+   *  (spark.sql.variable.substitute, on by default), where an operator keeps secrets (a
+   *  catalog's password, a Kafka password given to a topic table as `${env:...}`). A checked
+   *  user's text may not name them (rule 'settings'); `${var}` and `${spark:...}` (settings,
+   *  which SET shows redacted) stay allowed. */
+  def serverVariables(session: SparkSession, sqlText: String): Unit =
+    if (!ServerRead.inProgress && session.sessionState.conf.variableSubstituteEnabled) {
+      ServerVariable.findFirstIn(sqlText).foreach { found =>
+        checkedUser(session).foreach { user =>
+          throw refused(user, "settings", s"$found...} would read the server's " +
+            "environment variables or Java system properties")
+        }
+      }
+    }
+
+  private val ServerVariable = """(?i)\$\{\s*(env|system)\s*:""".r
+
   /** For Python, which plans streaming statements: the rule 'paths' for `session`'s user and
    *  `access` (READ FILES, WRITE FILES, CREATE EXTERNAL TABLE) at `location`, given as `what`
    *  by a statement that defines the table `defines` (null: none), the refusal's message or

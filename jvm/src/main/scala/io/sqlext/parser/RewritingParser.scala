@@ -22,17 +22,17 @@ class RewritingParser(session: SparkSession, delegate: ParserInterface)
     extends ParserInterface {
 
   override def parsePlan(sqlText: String): LogicalPlan =
-    AccessChecks.parsed(session, withRewrite(sqlText, None)(delegate.parsePlan))
+    AccessChecks.parsed(session, withRewrite(unsubstituted(sqlText), None)(delegate.parsePlan))
 
   /** `spark.sql(text, args)` and Spark Connect's parameterized SQL come here. Delta's parser
    *  (4.4), which ours wraps, drops the values on the way to Spark's; Spark's own parser then
    *  parses the statement with them (ParameterBinding.sparksOwn), so its meaning is Spark's. */
   override def parsePlanWithParameters(sqlText: String, ctx: ParameterContext): LogicalPlan =
-    AccessChecks.parsed(session, withRewrite(sqlText, Some(ctx))(text =>
+    AccessChecks.parsed(session, withRewrite(unsubstituted(sqlText), Some(ctx))(text =>
       ParameterBinding.sparksOwn(delegate.parsePlanWithParameters(text, ctx), text, ctx)))
 
   override def parseQuery(sqlText: String): LogicalPlan =
-    AccessChecks.parsed(session, withRewrite(sqlText, None)(delegate.parseQuery))
+    AccessChecks.parsed(session, withRewrite(unsubstituted(sqlText), None)(delegate.parseQuery))
 
   /** Spark's own parse wins whenever it succeeds (spec/sql.md section 10): a statement Spark
    *  parses, its declarative-pipeline statements included, never reaches the rewriter. */
@@ -131,14 +131,25 @@ class RewritingParser(session: SparkSession, delegate: ParserInterface)
     case other => other
   }
 
-  override def parseExpression(sqlText: String): Expression = delegate.parseExpression(sqlText)
+  override def parseExpression(sqlText: String): Expression =
+    delegate.parseExpression(unsubstituted(sqlText))
   override def parseTableIdentifier(sqlText: String): TableIdentifier =
-    delegate.parseTableIdentifier(sqlText)
+    delegate.parseTableIdentifier(unsubstituted(sqlText))
   override def parseFunctionIdentifier(sqlText: String): FunctionIdentifier =
-    delegate.parseFunctionIdentifier(sqlText)
+    delegate.parseFunctionIdentifier(unsubstituted(sqlText))
   override def parseMultipartIdentifier(sqlText: String): Seq[String] =
-    delegate.parseMultipartIdentifier(sqlText)
-  override def parseRoutineParam(sqlText: String): StructType = delegate.parseRoutineParam(sqlText)
-  override def parseTableSchema(sqlText: String): StructType = delegate.parseTableSchema(sqlText)
-  override def parseDataType(sqlText: String): DataType = delegate.parseDataType(sqlText)
+    delegate.parseMultipartIdentifier(unsubstituted(sqlText))
+  override def parseRoutineParam(sqlText: String): StructType =
+    delegate.parseRoutineParam(unsubstituted(sqlText))
+  override def parseTableSchema(sqlText: String): StructType =
+    delegate.parseTableSchema(unsubstituted(sqlText))
+  override def parseDataType(sqlText: String): DataType =
+    delegate.parseDataType(unsubstituted(sqlText))
+
+  /** `sqlText`, once the access checks found no server variable in it that Spark's parser
+   *  would substitute for the session's user (AccessChecks.serverVariables). */
+  private def unsubstituted(sqlText: String): String = {
+    AccessChecks.serverVariables(session, sqlText)
+    sqlText
+  }
 }
