@@ -112,6 +112,20 @@ install_chromium() {
   "${install[@]}" || { "${root[@]}" apt-get update -q && "${install[@]}"; }
 }
 
+# promtool, Prometheus' rule checker (tests/test_operations.py checks the example alert rules
+# with it): taken out of Debian's prometheus package into .tools/prometheus, nothing installed
+# (the package would set up a Prometheus service).
+PROMTOOL="$ROOT/.tools/prometheus/usr/bin/promtool"
+fetch_promtool() {
+  local work
+  work="$(mktemp -d)"
+  (cd "$work" && { apt-get download prometheus -q || { apt-get update -q && apt-get download prometheus -q; }; }) &&
+    dpkg-deb -x "$work"/prometheus_*.deb "$ROOT/.tools/prometheus"
+  local done=$?
+  rm -rf "$work"
+  return $done
+}
+
 # `docs`: the site built strictly, then checked in headless Chromium (the site mkdocs wrote:
 # mkdocs.yml's site_dir, or the --site-dir/-d given).
 docs() {
@@ -258,11 +272,14 @@ case "${1:-}" in
     mkdir -p "$ROOT/.cache"
     "$PY" tests/kafka_broker.py > "$ROOT/.cache/kafka-jars.log" 2>&1 &
     kafka_jars=$!
-    # Chromium (tests/test_site_browser.py), where missing: installed while sbt builds too.
+    # Chromium (tests/test_site_browser.py) and promtool (tests/test_operations.py), where
+    # missing: fetched while sbt builds too, one after the other (apt's lock).
     chromium=
-    if ! have_chromium; then
-      say "Chromium for the docs site's browser check (apt-get), in the background"
-      install_chromium > "$ROOT/.cache/chromium-install.log" 2>&1 &
+    if ! have_chromium || [ ! -x "$PROMTOOL" ]; then
+      say "Chromium and promtool for the docs' checks (Debian's packages), in the background"
+      { if ! have_chromium; then install_chromium; fi &&
+        if [ ! -x "$PROMTOOL" ]; then fetch_promtool; fi; } \
+        > "$ROOT/.cache/chromium-install.log" 2>&1 &
       chromium=$!
     fi
     if [ "$1" = test ]; then
