@@ -48,7 +48,9 @@ def column_lists(text: str) -> list[list[str]]:
     sentence), not lists."""
     runs = []
     pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, STREAM_COLUMNS)) + r")(?![\w-])")
-    folded = flat(text)
+    # Prose and code: a table's rows are read below, by their first cells.
+    folded = flat("\n".join(line for line in text.splitlines()
+                            if not line.lstrip().startswith("|")))
     current, last_end = [], None
     for match in pattern.finditer(folded):
         if current and (match.start() - last_end > 80 or match.group(1) in current):
@@ -59,9 +61,10 @@ def column_lists(text: str) -> list[list[str]]:
     runs.append(current)
     table = []
     for line in text.splitlines() + [""]:
-        first = re.match(r"\|\s*`?([a-z_]+)`?\s*\|", line)
-        if first and first.group(1) in STREAM_COLUMNS:
-            table.append(first.group(1))
+        cell = line.split("|")[1] if line.lstrip().startswith("|") else ""
+        named = re.findall(r"`?([a-z_]+)`?", cell)
+        if named and all(column in STREAM_COLUMNS for column in named):
+            table.extend(named)  # `rows_in`, `rows_out`: one row for two columns
         else:
             runs.append(table)
             table = []

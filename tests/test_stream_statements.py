@@ -8,6 +8,8 @@ import pytest
 from pyspark.errors import AnalysisException, ParseException
 from test_streaming import QUERY, T0, _expected
 
+from sql_ext.streaming import catalog
+
 SCHEMA = "id long, k string, event_time timestamp, v double"
 
 
@@ -76,6 +78,11 @@ def test_trigger_every_runs_until_stop_stream(spark):
     assert _stream(spark, "every_out").state == "STOPPED"
     with pytest.raises(AnalysisException, match="STOP STREAM every_out: no streaming table"):
         spark.sql("STOP STREAM every_out")
+    # A REFRESH is one pass: the catalog keeps the stream stopped, so a server's next start
+    # (streaming.resume, which skips what is recorded STOPPED) does not bring it back. The
+    # pass once recorded it RUNNING.
+    spark.sql("REFRESH STREAMING TABLE every_out")
+    assert catalog.read(spark, "default", "every_out")["sql_ext.stream.state"] == "STOPPED"
 
 
 def _stream(spark, name):

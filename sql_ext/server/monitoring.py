@@ -20,15 +20,17 @@ NAMESPACE = "sql_ext"
 
 def ui_conf(host: str, ui_port: int | None) -> dict[str, str]:
     """Session settings for Spark's UI on `ui_port` (None: no UI, the default) with a Prometheus
-    endpoint. The UI has no sign-in: on a loopback server it listens on that address only (Spark
-    binds it to SPARK_LOCAL_IP, else every address); otherwise it says so."""
+    endpoint. The UI has no sign-in: Spark binds it to SPARK_LOCAL_IP (a loopback server's own
+    address, else 127.0.0.1 when unset); set to another address, it says so."""
     if ui_port is None:
         return {}
     if is_loopback(host) and not os.environ.get("SPARK_LOCAL_IP"):
         os.environ["SPARK_LOCAL_IP"] = host  # read by the JVM the session starts
-    elif not is_loopback(os.environ.get("SPARK_LOCAL_IP", "0.0.0.0")):
+    # Unset, the embedded session sets SPARK_LOCAL_IP to 127.0.0.1 (session.py), whatever
+    # address the server itself listens on.
+    elif not is_loopback(os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")):
         print(f"sql-ext: WARNING: Spark's UI on port {ui_port} has no sign-in and listens on "
-              f"{os.environ.get('SPARK_LOCAL_IP', 'every address')}: anyone who reaches it "
+              f"{os.environ['SPARK_LOCAL_IP']}: anyone who reaches it "
               "sees every statement; restrict the port (firewall) or set SPARK_LOCAL_IP",
               file=sys.stderr, flush=True)
     return {"spark.ui.enabled": "true", "spark.ui.port": str(ui_port),

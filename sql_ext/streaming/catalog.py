@@ -202,17 +202,19 @@ def defined(definition: Definition, stream_id: str,
 WINDOW_PROPERTY = f"{PREFIX}.window"
 
 
-def record_start(spark: SparkSession, entry: Entry, window: str) -> None:
-    """Records a starting stream: RUNNING, with its planned window (JSON); one metastore write,
-    none when both are recorded already."""
+def record_start(spark: SparkSession, entry: Entry, window: str, running: bool = True) -> None:
+    """Records a starting stream: RUNNING (unless not `running`: a REFRESH's one pass of a
+    TRIGGER EVERY table keeps the state its stream had), with its planned window (JSON); one
+    metastore write, none when both are recorded already."""
     changes = {}
-    if entry.state != "RUNNING":
+    if running and entry.state != "RUNNING":
         changes[f"{PREFIX}.state"] = "RUNNING"
     if entry.window != window:
         changes[WINDOW_PROPERTY] = window
     if changes:
         write(spark, entry.db, entry.table, changes)
-        entry.state, entry.window = "RUNNING", window
+        entry.state = "RUNNING" if running else entry.state
+        entry.window = window
 
 
 def record_state(spark: SparkSession, entry: Entry, state: str) -> None:

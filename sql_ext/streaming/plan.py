@@ -71,9 +71,10 @@ def check_streaming(lowered: LoweredWindow, trigger: str | float) -> None:
                                      "AVAILABLE NOW)")
     if spec["kind"] != "time_interval" and spec["partition_columns"] \
             and not spec.get("partition_eviction"):
-        log.warning("sql_ext streaming %s: PARTITION BY without PARTITION EVICTION keeps state "
-                    "for every partition key the stream ever sees, so state grows without "
-                    "bound when keys keep coming; PARTITION EVICTION AGE(<seconds>) bounds it",
+        log.warning("sql_ext streaming %s: PARTITION BY without PARTITION EVICTION keeps the "
+                    "tuples of every partition key the stream ever sees, so state grows without "
+                    "bound when keys keep coming; PARTITION EVICTION AGE(<seconds>) bounds the "
+                    "tuples kept (an evicted key keeps only its window number)",
                     spec["policy_text"])
 
 

@@ -128,7 +128,10 @@ def start(spark: SparkSession, entry: Entry, plan: StreamPlan,
         else writer.trigger(processingTime=f"{float(trigger)} seconds")
     jvm.watch_progress(spark)
     if made is None:  # (a new table is defined RUNNING)
-        catalog.record_start(spark, entry, plan.window)
+        # A REFRESH of a TRIGGER EVERY table is one pass: whether its stream starts with the
+        # server stays as STOP STREAM (or its last run) left it.
+        catalog.record_start(spark, entry, plan.window, running=not (
+            trigger == AVAILABLE_NOW and entry.definition.continuous))
     query = jvm.start_stream(writer)
     jvm.run_started(spark, entry.db, entry.table, entry.stream_id, location, query)
     log.info("sql_ext streaming table %s started (%s, checkpoint %s)", entry.name,
