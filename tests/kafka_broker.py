@@ -18,9 +18,7 @@ listens within seconds of its start."""
 
 from __future__ import annotations
 
-import datetime
 import fcntl
-import ipaddress
 import json
 import os
 import shutil
@@ -81,34 +79,16 @@ def _certificates(folder: Path) -> tuple[str, str]:
     now: the broker's key and certificate chain as PEM text; the CA's certificate in
     `folder`/ca.pem and in a PKCS#12 trust store `folder`/truststore.p12 (password
     TRUSTSTORE_PASSWORD), as a cluster's operator hands them to clients."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
+    from certificates import certificate
+    from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.hazmat.primitives.serialization import pkcs12
-    from cryptography.x509.oid import NameOID
-
-    def name(common: str) -> x509.Name:
-        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
-
-    now = datetime.datetime.now(datetime.timezone.utc)
-
-    def signed(subject: str, key, ca_key, ca: bool) -> x509.Certificate:
-        builder = (x509.CertificateBuilder().subject_name(name(subject))
-                   .issuer_name(name("sql-ext test Kafka CA")).public_key(key.public_key())
-                   .serial_number(x509.random_serial_number())
-                   .not_valid_before(now - datetime.timedelta(minutes=5))
-                   .not_valid_after(now + datetime.timedelta(days=30))
-                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
-        if not ca:
-            builder = builder.add_extension(x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                critical=False)
-        return builder.sign(ca_key, hashes.SHA256())
 
     folder.mkdir(parents=True, exist_ok=True)
     ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca = signed("sql-ext test Kafka CA", ca_key, ca_key, True)
-    broker = signed("127.0.0.1", key, ca_key, False)
+    issuer = "sql-ext test Kafka CA"
+    ca = certificate(issuer, issuer, ca_key.public_key(), ca_key, True, days=30)
+    broker = certificate("127.0.0.1", issuer, key.public_key(), ca_key, False, days=30)
     pem = serialization.Encoding.PEM
     (folder / "ca.pem").write_bytes(ca.public_bytes(pem))
     (folder / "truststore.p12").write_bytes(pkcs12.serialize_java_truststore(

@@ -4,7 +4,6 @@ dbt-spark's `use_ssl` sign in with a password over TLS and run windowed SQL; a p
 is refused on the TLS port; bad PEM files and a key that is not the certificate's are refused
 with an error naming the file; password sign-in beyond loopback without TLS warns."""
 
-import datetime
 import os
 import re
 import socket
@@ -16,9 +15,9 @@ from pathlib import Path
 import pyspark
 import pytest
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import NameOID
+from certificates import certificate
 from dbt.cli.main import dbtRunner
 from pyhive import hive
 from pyhive.sasl_compat import PureSASLClient
@@ -37,25 +36,6 @@ WINDOWED = ("SELECT k, WINDOW_ID() AS w, COUNT(*) AS n FROM VALUES ('a'), ('a'),
 CLI = [sys.executable, "-m", "sql_ext.cli"]
 
 
-def _name(common: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
-
-
-def _certificate(subject, issuer, public_key, signing_key, ca: bool) -> x509.Certificate:
-    now = datetime.datetime.now(datetime.timezone.utc)
-    builder = (x509.CertificateBuilder().subject_name(_name(subject)).issuer_name(_name(issuer))
-               .public_key(public_key).serial_number(x509.random_serial_number())
-               .not_valid_before(now - datetime.timedelta(minutes=5))
-               .not_valid_after(now + datetime.timedelta(days=1))
-               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
-    if not ca:
-        import ipaddress
-        builder = builder.add_extension(x509.SubjectAlternativeName(
-            [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False)
-    return builder.sign(signing_key, hashes.SHA256())
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory):
     """A certificate authority and a server certificate it signed for 127.0.0.1: the server's
@@ -63,9 +43,9 @@ def pki(tmp_path_factory):
     of the CA for Java clients (keytool, as a beeline user makes one)."""
     folder = tmp_path_factory.mktemp("pki")
     ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    ca = _certificate("sql-ext test CA", "sql-ext test CA", ca_key.public_key(), ca_key, True)
+    ca = certificate("sql-ext test CA", "sql-ext test CA", ca_key.public_key(), ca_key, True)
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    server = _certificate("127.0.0.1", "sql-ext test CA", key.public_key(), ca_key, False)
+    server = certificate("127.0.0.1", "sql-ext test CA", key.public_key(), ca_key, False)
     pem = serialization.Encoding.PEM
     (folder / "ca.pem").write_bytes(ca.public_bytes(pem))
     (folder / "server.pem").write_bytes(server.public_bytes(pem) + ca.public_bytes(pem))
