@@ -21,7 +21,29 @@ ADDABLE_LOADERS = ("org.apache.spark.util.MutableURLClassLoader",
 
 
 
-REDACTED_OPTIONS = r"(?i)url|private key|keystore\.key"
+REDACTED_OPTIONS = r"(?i)url|private key|keystore.key"
+
+# Spark's settings as the embedded default and the servers start them, where they differ from
+# Spark's own defaults; a caller's `conf` (a server's --conf) wins over each. The settings page
+# lists them (tests/test_docs_agree.py).
+SPARK_DEFAULTS = {
+    "spark.sql.shuffle.partitions": "4",
+    "spark.ui.enabled": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.ui.showConsoleProgress": "false",
+    # Delta's snapshot state (one row per data file) defaults to 50 partitions. Each is a task
+    # whose setup (generated projections of Delta's action schema) costs more than its rows: a
+    # statement over a small table runs several such jobs (docs/benchmarks.md).
+    "spark.databricks.delta.snapshotPartitions": "1",
+    # Delta's VACUUM lists a table's folder in jobs of this many tasks: at Spark's 10,000 the
+    # VACUUM of a four-file table ran 170,091 tasks in 51.5 s, at 4 159 tasks in 6.4 s
+    # (docs/operations/maintenance.md).
+    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "8",
+    # Options shown redacted (SHOW CREATE TABLE, DESCRIBE, SHOW TBLPROPERTIES), beside Spark's
+    # secrets (spark.redaction.regex: password, token, ...): Spark's default (URLs), and private
+    # keys given inline (a Kafka table's kafka.ssl.keystore.key, any PEM key).
+    "spark.sql.redaction.options.regex": REDACTED_OPTIONS,
+}
 
 
 def _embedded_environment() -> None:
@@ -130,24 +152,8 @@ def session(
         .appName(app_name)
         .config("spark.sql.warehouse.dir", str(warehouse))
         .config("spark.driver.extraJavaOptions", java)
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.showConsoleProgress", "false")
-        # Delta's snapshot state (one row per data file) defaults to 50 partitions. Each is a
-        # task whose setup (generated projections of Delta's action schema) costs more than
-        # its rows: a statement over a small table runs several such jobs (docs/benchmarks.md).
-        .config("spark.databricks.delta.snapshotPartitions", "1")
-        # Delta's VACUUM lists a table's folder in jobs of this many tasks: Spark's 10,000 made
-        # the VACUUM of a four-file table 170,091 tasks and 51.5 s, 8 about 6 s
-        # (docs/operations/maintenance.md).
-        .config("spark.sql.sources.parallelPartitionDiscovery.parallelism", "8")
-        # Options shown redacted (SHOW CREATE TABLE, DESCRIBE, SHOW TBLPROPERTIES), beside
-        # Spark's secrets (spark.redaction.regex: password, token, ...): its default (URLs),
-        # and private keys given inline (a Kafka table's kafka.ssl.keystore.key, any PEM key).
-        .config("spark.sql.redaction.options.regex", REDACTED_OPTIONS)
     )
-    for key, value in {**catalog_conf(warehouse, metastore), **conf}.items():
+    for key, value in {**SPARK_DEFAULTS, **catalog_conf(warehouse, metastore), **conf}.items():
         builder = builder.config(key, value)
     spark = configure(builder)
     if os.environ.get(VERBOSE_ENV) != "1":

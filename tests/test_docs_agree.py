@@ -315,6 +315,18 @@ def test_the_settings_page_gives_the_code_s_defaults(monkeypatch, tmp_path):
                                           f"the code {part!r}"
 
 
+def test_the_spark_defaults_table_is_the_session_s():
+    """The settings page's table of Spark settings sql-ext starts with is session.py's
+    SPARK_DEFAULTS, each setting and value (a value with `|` is HTML: <code>, &#124;)."""
+    from sql_ext.session import SPARK_DEFAULTS
+
+    page = read("docs/reference/settings.md").split("sql-ext's sessions and servers start", 1)[1]
+    rows = re.findall(r"^\| `([a-z][\w.]+)` \| (?:`(.+?)`|<code>(.+?)</code>) \|",
+                      page.split("\n## ", 1)[0], re.M)
+    assert {key: (code or html).replace("&#124;", "|") for key, code, html in rows} \
+        == SPARK_DEFAULTS
+
+
 def test_other_pages_repeat_the_same_defaults(monkeypatch, tmp_path):
     """The pages that repeat a default give the settings page's: deploying.md's table of where
     files go, the JDBC page's rewriter timeout, the dbt page's Thrift port."""
