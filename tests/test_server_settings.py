@@ -121,3 +121,21 @@ def test_a_properties_file_reads_as_java_reads_it(spark, tmp_path, text):
 
 # What Java's String.trim removes: every character up to U+0020.
 JAVA_TRIMMED = "".join(chr(code) for code in range(33))
+
+
+def test_an_external_catalog_s_credentials_come_from_the_environment(monkeypatch, tmp_path):
+    """SQL_EXT_METASTORE_USER and SQL_EXT_METASTORE_PASSWORD become Hive's connection settings
+    for a JDBC catalog (the password one that stays off the driver's command line); the
+    embedded catalog and a thrift:// one take no such settings."""
+    from sql_ext.metastore import catalog_conf
+
+    monkeypatch.setenv("SQL_EXT_METASTORE_USER", "hive")
+    monkeypatch.setenv("SQL_EXT_METASTORE_PASSWORD", "pw-from-env")
+    conf = catalog_conf(tmp_path, "jdbc:postgresql://db:5432/metastore")
+    user = conf["spark.hadoop.javax.jdo.option.ConnectionUserName"]
+    password_key = "spark.hadoop.javax.jdo.option.ConnectionPassword"
+    assert (user, conf[password_key]) == ("hive", "pw-from-env")
+    assert is_secret(password_key) and not is_secret("spark.hadoop.javax.jdo.option."
+                                                     "ConnectionUserName")
+    for other in (None, "thrift://metastore:9083"):
+        assert not any("Connection" in k and "URL" not in k for k in catalog_conf(tmp_path, other))
