@@ -51,8 +51,8 @@ def read_properties(path: str | Path) -> dict[str, str]:
     """A properties file as Spark reads one (java.util.Properties, UTF-8; values trimmed as
     spark-submit trims them): `key value`, `key=value` or `key:value`, `#` and `!` comments,
     a backslash at a line's end continuing it, and backslash escapes."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
+    try:  # bytes: Python's text mode would turn "\r\n" into "\n", Java reads both as they are
+        text = Path(path).read_bytes().decode("utf-8", errors="replace")
     except OSError as error:
         raise SettingsError(f"--properties-file {path}: {error.strerror}") from None
     settings: dict[str, str] = {}

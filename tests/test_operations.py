@@ -65,7 +65,8 @@ def test_the_systemd_unit_verifies_and_runs_the_server_it_says(tmp_path):
     command = shlex.split(service["ExecStart"])
     assert command[0] == "/opt/sql-ext/venv/bin/sql-ext", command[0]
     local = tmp_path / UNIT.name
-    local.write_text(text.replace(f"ExecStart={command[0]}", f"ExecStart={executable}", 1))
+    # Quoted: the checkout's folder may have a space, where systemd splits a command line.
+    local.write_text(text.replace(f"ExecStart={command[0]}", f'ExecStart="{executable}"', 1))
     assert _verify(local) == ""
 
     broken = tmp_path / "broken" / UNIT.name

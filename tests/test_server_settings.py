@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from secured import DRIVER_MEMORY, PROBE_SETTING, SECRET_SETTING, as_user, run
 
@@ -95,6 +95,13 @@ PIECES = st.sampled_from([
 
 
 @given(st.lists(PIECES, max_size=30).map("".join))
+# Differences found on the way: a form feed (no line end for Java), a continuation into blank
+# text, a backslash at the file's end, and one before "\r\n" (Python's text mode reads "\n").
+@example("a\x0ca")
+@example("\\\n  ")
+@example("\\")
+@example("\\\n")
+@example("\\\r\n")
 @settings(max_examples=300, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_a_properties_file_reads_as_java_reads_it(spark, tmp_path, text):
