@@ -8,6 +8,16 @@ import time
 import urllib.request
 
 
+def start_counting_stream(cursor, name: str) -> None:
+    """A table `readings` of three rows and the running streaming table `name` over it (count
+    windows of 2 a key, every second): a stream whose metrics a test reads."""
+    cursor.execute("CREATE TABLE readings (k STRING, v DOUBLE) USING DELTA")
+    cursor.execute("INSERT INTO readings VALUES ('a', 1.0), ('a', 2.0), ('b', 3.0)")
+    cursor.execute(f"CREATE STREAMING TABLE {name} TRIGGER EVERY 1 AS SELECT k, "
+                   "WINDOW_ID() AS w, SUM(v) AS total FROM STREAM(readings) "
+                   "WINDOW TUMBLING COUNT(2) OVER (PARTITION BY k)")
+
+
 def _get(url: str) -> str:
     with urllib.request.urlopen(url, timeout=30) as response:
         return response.read().decode()
@@ -20,11 +30,7 @@ def test_streaming_tables_by_name_in_the_ui_and_prometheus(jdbc, thrift_ui):
     address."""
     with jdbc.connect() as conn:
         cursor = conn.cursor()
-        cursor.execute("CREATE TABLE readings (k STRING, v DOUBLE) USING DELTA")
-        cursor.execute("INSERT INTO readings VALUES ('a', 1.0), ('a', 2.0), ('b', 3.0)")
-        cursor.execute("CREATE STREAMING TABLE lane_totals TRIGGER EVERY 1 AS SELECT k, "
-                       "WINDOW_ID() AS w, SUM(v) AS total FROM STREAM(readings) "
-                       "WINDOW TUMBLING COUNT(2) OVER (PARTITION BY k)")
+        start_counting_stream(cursor, "lane_totals")
         try:
             metric = re.compile(rf"^metrics_sql_ext_driver_spark_streaming_{jdbc.database}_"
                                 r"lane_totals_(\w+?)_Value\{.*\} (\S+)$", re.M)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_monitoring import start_counting_stream
 
 from sql_ext.cli import build_parser
 
@@ -330,11 +331,7 @@ def test_the_alert_rules_read_metrics_a_server_exports(jdbc, thrift_ui):
     every, recorded = _expressions_and_names(rules)
     with jdbc.connect() as conn:
         cursor = conn.cursor()
-        cursor.execute("CREATE TABLE readings (k STRING, v DOUBLE) USING DELTA")
-        cursor.execute("INSERT INTO readings VALUES ('a', 1.0), ('a', 2.0), ('b', 3.0)")
-        cursor.execute("CREATE STREAMING TABLE ops_alerts TRIGGER EVERY 1 AS SELECT k, "
-                       "WINDOW_ID() AS w, SUM(v) AS total FROM STREAM(readings) "
-                       "WINDOW TUMBLING COUNT(2) OVER (PARTITION BY k)")
+        start_counting_stream(cursor, "ops_alerts")
         try:
             stream = f"{jdbc.database}_ops_alerts"
             url = f"http://127.0.0.1:{thrift_ui.port}/metrics/prometheus/"
