@@ -104,12 +104,12 @@ fetched_jars() { "$PY" -c 'from sql_ext import jars; jars.fetched_jars()'; }
 # only when the install cannot find the package (a fresh image). A clean install here fetched
 # 124 MB and took 19 s.
 have_chromium() { [ -x "${SQL_EXT_CHROMIUM:-/usr/bin/chromium}" ]; }
+# A command as root: itself when this is root, else through sudo.
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 install_chromium() {
-  local root=()
-  [ "$(id -u)" = 0 ] || root=(sudo)
-  local install=("${root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q
+  local install=(as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q
                  --no-install-recommends chromium)
-  "${install[@]}" || { "${root[@]}" apt-get update -q && "${install[@]}"; }
+  "${install[@]}" || { as_root apt-get update -q && "${install[@]}"; }
 }
 
 # promtool, Prometheus' rule checker (tests/test_operations.py checks the example alert rules
@@ -119,7 +119,9 @@ PROMTOOL="$ROOT/.tools/prometheus/usr/bin/promtool"
 fetch_promtool() {
   local work
   work="$(mktemp -d)"
-  (cd "$work" && { apt-get download prometheus -q || { apt-get update -q && apt-get download prometheus -q; }; }) &&
+  mkdir -p "$ROOT/.tools/prometheus"  # dpkg-deb makes only the last folder (sbt's may not yet)
+  (cd "$work" && { apt-get download prometheus -q ||
+                    { as_root apt-get update -q && apt-get download prometheus -q; }; }) &&
     dpkg-deb -x "$work"/prometheus_*.deb "$ROOT/.tools/prometheus"
   local done=$?
   rm -rf "$work"
@@ -274,13 +276,13 @@ case "${1:-}" in
     kafka_jars=$!
     # Chromium (tests/test_site_browser.py) and promtool (tests/test_operations.py), where
     # missing: fetched while sbt builds too, one after the other (apt's lock).
-    chromium=
+    debian_tools=
     if ! have_chromium || [ ! -x "$PROMTOOL" ]; then
       say "Chromium and promtool for the docs' checks (Debian's packages), in the background"
       { if ! have_chromium; then install_chromium; fi &&
         if [ ! -x "$PROMTOOL" ]; then fetch_promtool; fi; } \
-        > "$ROOT/.cache/chromium-install.log" 2>&1 &
-      chromium=$!
+        > "$ROOT/.cache/debian-tools.log" 2>&1 &
+      debian_tools=$!
     fi
     if [ "$1" = test ]; then
       # One sbt run builds the jar (when sources changed) and runs the JVM tests: each sbt
@@ -293,8 +295,8 @@ case "${1:-}" in
     fi
     shift
     if ! wait "$kafka_jars"; then cat "$ROOT/.cache/kafka-jars.log" >&2; exit 1; fi
-    if [ -n "$chromium" ] && ! wait "$chromium"; then
-      cat "$ROOT/.cache/chromium-install.log" >&2
+    if [ -n "$debian_tools" ] && ! wait "$debian_tools"; then
+      cat "$ROOT/.cache/debian-tools.log" >&2
       exit 1
     fi
     cat "$ROOT/.cache/kafka-jars.log" >&2
