@@ -53,11 +53,10 @@ def _session(args, app_name: str, command_conf: dict[str, str] | None = None):
         settings = operator_settings(args.properties_file, args.conf, args.driver_memory)
     except SettingsError as error:
         raise SystemExit(f"sql-ext {args.command}: {error}") from None
-    master = getattr(args, "master", None) or settings.pop("spark.master", None)
-    warehouse = args.warehouse or settings.pop("spark.sql.warehouse.dir", None)
-    settings = {k: v for k, v in settings.items()
-                if k not in ("spark.master", "spark.sql.warehouse.dir")}
-    return session(warehouse=warehouse, master=master or "local[2]", app_name=app_name,
+    master = settings.pop("spark.master", "local[2]")
+    warehouse = settings.pop("spark.sql.warehouse.dir", None)
+    return session(warehouse=args.warehouse or warehouse,
+                   master=getattr(args, "master", None) or master, app_name=app_name,
                    metastore=args.metastore, conf={**settings, **(command_conf or {})})
 
 

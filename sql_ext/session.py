@@ -19,8 +19,6 @@ from sql_ext.spark_settings import is_secret
 ADDABLE_LOADERS = ("org.apache.spark.util.MutableURLClassLoader",
                    "org.apache.spark.util.ChildFirstURLClassLoader")
 
-
-
 REDACTED_OPTIONS = r"(?i)url|private key|keystore.key"
 
 # Spark's settings as the embedded default and the servers start them, where they differ from

@@ -129,14 +129,14 @@ def stream_source(select: exp.Select) -> str | None:
 
 def _check_supported(window: exp.Expression, model: WindowModel, select: exp.Select,
                      streaming: bool = False) -> None:
-    source = select.args["from_"].this if select.args.get("from_") is not None else None
-    if stream_source(select) is not None and isinstance(
-            source.this.expressions[0], (exp.Subquery, exp.Query)):
-        raise error_at_node(source.this, "STREAM(...) reads a table or a streaming view by its "
-                                         "name, not a query: name the table in STREAM(...) and "
-                                         "filter or join it in the windowed query itself",
+    streamed = stream_source(select) is not None
+    stream = select.args["from_"].this.this if streamed else None  # STREAM(...)
+    if streamed and isinstance(stream.expressions[0], (exp.Subquery, exp.Query)):
+        raise error_at_node(stream, "STREAM(...) reads a table or a streaming view by its name, "
+                                    "not a query: name the table in STREAM(...) and filter or "
+                                    "join it in the windowed query itself",
                             UnsupportedWindowError)
-    if stream_source(select) is not None and not streaming:
+    if streamed and not streaming:
         raise error_at_node(window, "a windowed query over STREAM(...) runs as a streaming "
                                     "table: CREATE STREAMING TABLE <name> AS <query> (or "
                                     "sql_ext.streaming.create_streaming_table(...))",

@@ -140,10 +140,10 @@ def plan_stream(spark: SparkSession, name: str, query: str, trigger: str | float
     merge_on = (carried_key(lowered) or [KEY_COLUMN]) if refires else []
     source_view = view_name("source", name)
     source_stream(spark, stream_source(select)).createOrReplaceTempView(source_view)
-    # The stream read under the name the query gave it (its alias, else the table's own), so
-    # that qualified columns (x.col, t.col) resolve.
-    given = select.args["from_"].this
-    alias = given.alias or stream_source(select).split(".")[-1].strip("`")
+    # The stream read under the name the query gave it (its alias, else the table's own: the
+    # last part of STREAM(db.t)), so that qualified columns (x.col, t.col) resolve.
+    streamed = select.args["from_"].this
+    alias = streamed.alias or streamed.this.expressions[0].name
     lowered.inner.set("from_", exp.From(this=exp.to_table(source_view).as_(alias)))
     aggregate_inputs(lowered)
     late_rows = lowered.spec.get("late_rows", "")
